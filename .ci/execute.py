@@ -1,0 +1,71 @@
+#!/usr/bin/env python
+"""Re-execute notebooks in place in a fresh kernel and record seconds per notebook.
+
+Usage: python .ci/execute.py [SLUG ...]   (no slug: every notebook in notebooks/)
+
+Keeps cell tags and stores widget state (so the book shows widgets); no per-cell timing metadata.
+Writes/updates notebooks/runtimes.json {slug: seconds}. Exits non-zero if any notebook fails.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+NB_DIR = ROOT / "notebooks"
+
+
+def execute(path: Path) -> float:
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=900, kernel_name="python3", record_timing=False,
+                            store_widget_state=True, resources={"metadata": {"path": str(NB_DIR)}})
+    t0 = time.perf_counter()
+    client.execute()
+    secs = time.perf_counter() - t0
+    for cell in nb.cells:  # keep stored notebooks free of volatile execution metadata
+        cell.get("metadata", {}).pop("execution", None)
+    nbformat.write(nb, path)
+    return secs
+
+
+def record(rt_path: Path, slug: str, secs: float) -> None:
+    """Update one entry of runtimes.json under a lock (several notebooks may finish at once)."""
+    with open(rt_path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        runtimes = json.loads(rt_path.read_text()) if rt_path.exists() else {}
+        runtimes[slug] = round(secs, 1)
+        rt_path.write_text(json.dumps(dict(sorted(runtimes.items())), indent=1) + "\n")
+
+
+def main(argv: list[str]) -> int:
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    slugs = argv or sorted(p.stem for p in NB_DIR.glob("*.ipynb"))
+    rt_path = NB_DIR / "runtimes.json"
+    failed = []
+    for slug in slugs:
+        path = NB_DIR / f"{slug}.ipynb"
+        if not path.exists():
+            print(f"no such notebook: {path.relative_to(ROOT)}", file=sys.stderr)
+            return 2
+        try:
+            secs = execute(path)
+        except Exception as e:  # noqa: BLE001 - report and go on to the next notebook
+            print(f"FAILED {slug}: {e.__class__.__name__}: {str(e)[-2000:]}", file=sys.stderr)
+            failed.append(slug)
+            continue
+        print(f"{slug}: {secs:.1f} s")
+        record(rt_path, slug, secs)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

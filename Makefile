@@ -1,0 +1,109 @@
+# NeurIPS 2025 in Code — every target sets up what it needs by itself.
+#   make book   -> _build/html            make test -> lint, unit, notebooks, book, browser check
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON      ?= python3
+VENV        ?= .venv
+BIN         := $(VENV)/bin
+CONSTRAINTS := pkg/constraints.txt
+STAMP       := $(VENV)/.installed
+JB          := $(BIN)/jupyter-book
+NB          ?=
+SANITIZE    := .ci/nbval_sanitize.cfg
+NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-sanitize-with $(SANITIZE) -p no:cacheprovider
+OFFLINE_OUT := _build/offline
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYDEVD_DISABLE_FILE_VALIDATION=1
+
+.PHONY: help setup book book-offline book-instructor student-notebooks pdf test test-unit test-nb \
+        test-book test-browser test-colab lint execute audit bench clean
+
+help:
+	@echo "make book               build the book into _build/html (sets everything up)"
+	@echo "make test               lint + unit tests + notebooks (nbval) + book build + browser check"
+	@echo "make execute [NB=slug]  re-execute notebooks in place, record notebooks/runtimes.json"
+	@echo "make test-unit | test-nb [NB=slug] | book-offline | book-instructor | student-notebooks | pdf"
+
+# --- environment --------------------------------------------------------------------------------
+# torch first and exactly 2.13.0: on this machine kind pip takes the local CPU wheel instead of a
+# multi-GB CUDA build; everything else is then resolved against the lock file.
+$(STAMP): pkg/pyproject.toml $(CONSTRAINTS)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) torch==2.13.0
+	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e "./pkg[all]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+setup: $(STAMP)
+
+chromium:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq chromium fonts-dejavu-core >/dev/null; }
+
+# --- book --------------------------------------------------------------------------------------
+book: setup
+	$(JB) build . -W -n --keep-going -q
+
+_vendor/.stamp: .ci/vendor.sh
+	bash .ci/vendor.sh _vendor
+	touch $@
+
+# The same book with MathJax, require.js and the widget manager served from the build itself.
+book-offline: setup _vendor/.stamp
+	$(BIN)/python .ci/book_config.py offline > _build_offline_config.yml
+	$(JB) build . -W -n --keep-going -q --config _build_offline_config.yml --path-output $(OFFLINE_OUT)
+	rm -f _build_offline_config.yml
+
+book-instructor: setup
+	$(BIN)/python .ci/book_config.py instructor > _build_instructor_config.yml
+	$(JB) build . -W -n --keep-going -q --config _build_instructor_config.yml --path-output _build/instructor
+	rm -f _build_instructor_config.yml
+	@echo "instructor edition: _build/instructor/_build/html/index.html"
+
+student-notebooks: setup
+	$(BIN)/python .ci/student.py _build/student
+
+pdf: setup
+	$(JB) build . --builder pdflatex --path-output _build/pdf
+
+# --- notebooks ---------------------------------------------------------------------------------
+execute: setup
+	$(BIN)/python .ci/execute.py $(NB)
+
+# --- tests -------------------------------------------------------------------------------------
+lint: setup
+	$(BIN)/ruff check --config pkg/pyproject.toml pkg tests .ci notebooks
+
+test-unit: lint
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 tests --ignore=tests/book
+
+test-nb: setup
+ifeq ($(NB),)
+	$(BIN)/python -m pytest -q $(NBVAL_FLAGS) -n 2 --dist loadfile notebooks/
+else
+	$(BIN)/python -m pytest -q $(NBVAL_FLAGS) notebooks/$(NB).ipynb
+endif
+
+test-book: book-offline
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/book -m "not browser"
+
+test-browser: chromium book-offline
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/book -m browser
+
+test-colab: setup
+	$(BIN)/python .ci/colab_sim.py
+
+test: test-unit test-nb book test-book test-browser
+	@echo "make test: all checks passed"
+
+audit:
+	../shared/bin/chapter-audit
+
+bench: setup
+	$(BIN)/python -m neurips25.lm.bench
+
+clean:
+	rm -rf _build _vendor .pytest_cache
+	find . -name __pycache__ -prune -exec rm -rf {} +

@@ -1,0 +1,116 @@
+"""Notebook display helpers: show a package function's source, and result tables.
+
+``show_source(fn)`` is how chapters show their implementation without copying it into the
+notebook. ``ResultsTable`` renders as Markdown in the book and as aligned text in a terminal or in
+nbval's comparison, so one table serves both.
+"""
+from __future__ import annotations
+
+import inspect
+import numbers
+import textwrap
+from typing import Any, Iterable, Sequence
+
+__all__ = ["show_source", "ResultsTable", "paper_vs_ours", "fmt"]
+
+
+class _Code:
+    """A block of Python source that renders highlighted in notebooks and plainly elsewhere."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def _repr_markdown_(self) -> str:
+        return f"```python\n{self.source}\n```"
+
+    def __repr__(self) -> str:
+        return self.source
+
+
+def show_source(obj: Any, lines: tuple[int, int] | None = None) -> _Code:
+    """The source of a function, class or method (optionally a 1-based, inclusive line range)."""
+    try:
+        src = inspect.getsource(obj)
+    except (TypeError, OSError) as e:
+        raise TypeError(f"obj must be a Python function, class or method with source, got {obj!r}") from e
+    src = textwrap.dedent(src).rstrip()
+    if lines is not None:
+        a, b = lines
+        all_lines = src.splitlines()
+        if not 1 <= a <= b <= len(all_lines):
+            raise ValueError(f"lines must satisfy 1 <= start <= end <= {len(all_lines)}, got {lines}")
+        src = "\n".join(all_lines[a - 1:b])
+    return _Code(src)
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """Format a cell: numbers rounded to ``digits`` significant places, None as an em dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        v = float(value)
+        if v != v:
+            return "nan"
+        if v == 0:
+            return "0"
+        if abs(v) >= 10 ** digits or abs(v) < 10 ** -(digits + 1):
+            return f"{v:.{max(digits - 1, 0)}e}"
+        return f"{v:.{digits}g}"
+    return str(value)
+
+
+class ResultsTable:
+    """A small table: rows of cells under named columns; Markdown in notebooks, text otherwise."""
+
+    def __init__(self, columns: Sequence[str], rows: Iterable[Sequence[Any]] = (), digits: int = 3,
+                 title: str | None = None):
+        columns = list(columns)
+        if not columns or not all(isinstance(c, str) for c in columns):
+            raise ValueError("columns must be a non-empty sequence of strings")
+        if not isinstance(digits, int) or digits < 1:
+            raise ValueError(f"digits must be a positive int, got {digits!r}")
+        self.columns, self.digits, self.title = columns, digits, title
+        self.rows: list[list[Any]] = []
+        for r in rows:
+            self.add(*r)
+
+    def add(self, *cells: Any) -> ResultsTable:
+        if len(cells) != len(self.columns):
+            raise ValueError(f"a row needs {len(self.columns)} cells ({self.columns}), got {len(cells)}")
+        self.rows.append(list(cells))
+        return self
+
+    def _cells(self) -> list[list[str]]:
+        return [[fmt(c, self.digits) for c in r] for r in self.rows]
+
+    def _repr_markdown_(self) -> str:
+        head = "| " + " | ".join(self.columns) + " |"
+        sep = "|" + "|".join("---" for _ in self.columns) + "|"
+        body = ["| " + " | ".join(r) + " |" for r in self._cells()]
+        title = [f"**{self.title}**", ""] if self.title else []
+        return "\n".join(title + [head, sep, *body])
+
+    def __repr__(self) -> str:
+        cells = [self.columns, *self._cells()]
+        widths = [max(len(r[i]) for r in cells) for i in range(len(self.columns))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(([self.title] if self.title else []) + lines)
+
+    __str__ = __repr__
+
+    def column(self, name: str) -> list[Any]:
+        if name not in self.columns:
+            raise ValueError(f"unknown column {name!r}; columns are {self.columns}")
+        i = self.columns.index(name)
+        return [r[i] for r in self.rows]
+
+
+def paper_vs_ours(rows: Iterable[Sequence[Any]], digits: int = 3, title: str | None = "Paper vs. ours") -> ResultsTable:
+    """The chapter's comparison table. Each row: ``(quantity, paper's value, our value, note)``;
+    the note states the difference in scale or setting (use "" when there is none)."""
+    return ResultsTable(["quantity", "paper", "ours", "note"], rows, digits=digits, title=title)

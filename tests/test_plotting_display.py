@@ -1,0 +1,64 @@
+import json
+
+import pytest
+
+from neurips25 import display, plotting, results
+
+
+def test_method_colors_are_stable():
+    assert plotting.method_color("ours") == plotting.METHOD_COLORS["ours"]
+    assert plotting.method_color("ToMe") == plotting.method_color("tome")
+    assert plotting.method_color("ToMe") in plotting.PALETTE
+    with pytest.raises(ValueError, match="name"):
+        plotting.method_color("")
+
+
+def test_use_style_sets_rcparams():
+    import matplotlib as mpl
+
+    plotting.use_style(10)
+    assert mpl.rcParams["font.size"] == 10 and mpl.rcParams["axes.spines.top"] is False
+    with pytest.raises(ValueError, match="font_size"):
+        plotting.use_style(2)
+
+
+def test_show_source_and_ranges():
+    code = display.show_source(plotting.method_color)
+    assert repr(code).startswith("def method_color")
+    assert "```python" in code._repr_markdown_()
+    assert repr(display.show_source(plotting.method_color, lines=(1, 1))).startswith("def method_color")
+    with pytest.raises(ValueError, match="lines"):
+        display.show_source(plotting.method_color, lines=(5, 2))
+    with pytest.raises(TypeError, match="obj"):
+        display.show_source(3)
+
+
+def test_results_table_and_fmt():
+    t = display.paper_vs_ours([("acc", 0.91234, 0.9, "smaller model"), ("n", None, 100, "")])
+    md = t._repr_markdown_()
+    assert "| quantity | paper | ours | note |" in md and "0.912" in md and "—" in md
+    assert "smaller model" in repr(t)
+    assert t.column("ours") == [0.9, 100]
+    with pytest.raises(ValueError, match="cells"):
+        t.add(1, 2)
+    with pytest.raises(ValueError, match="unknown column"):
+        t.column("x")
+    with pytest.raises(ValueError, match="columns"):
+        display.ResultsTable([])
+    assert display.fmt(1.23456e-7) == "1.23e-07"
+    assert display.fmt(12345.6) == "1.23e+04"
+    assert display.fmt(3) == "3" and display.fmt(float("nan")) == "nan"
+
+
+def test_results_roundtrip(tmp_path):
+    path = results.save_results("demo", {"x": [1, 2]}, command="python -m demo", seed=0,
+                                path=tmp_path / "demo.json")
+    payload = results.load_results("demo", path=path)
+    assert payload["data"] == {"x": [1, 2]} and payload["command"] == "python -m demo"
+    assert json.loads(path.read_text())["seed"] == 0
+    with pytest.raises(ValueError, match="slug"):
+        results.save_results("Bad Slug", {}, "c", 0, path=tmp_path / "x.json")
+    with pytest.raises(FileNotFoundError, match="regenerate"):
+        results.load_results("missing", path=tmp_path / "missing.json")
+    with pytest.raises(TypeError, match="data"):
+        results.save_results("demo", [1], "c", 0, path=tmp_path / "y.json")

@@ -1,0 +1,83 @@
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from neurips25 import runtime
+
+
+def test_seed_everything_repeats_random_draws():
+    runtime.seed_everything(3)
+    a = (torch.rand(3), np.random.rand(3))
+    runtime.seed_everything(3)
+    b = (torch.rand(3), np.random.rand(3))
+    assert torch.equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+@pytest.mark.parametrize("bad, err", [(-1, ValueError), (2**32, ValueError), (1.5, TypeError), (True, TypeError)])
+def test_seed_everything_rejects_bad_seeds(bad, err):
+    with pytest.raises(err, match="seed"):
+        runtime.seed_everything(bad)
+
+
+def test_device_is_cpu_without_cuda():
+    assert runtime.device("cpu").type == "cpu"
+    if not torch.cuda.is_available():
+        assert runtime.device().type == "cpu"
+        with pytest.raises(ValueError, match="cuda"):
+            runtime.device("cuda")
+    with pytest.raises(ValueError, match="prefer"):
+        runtime.device("tpu")
+
+
+def test_scale_and_pick(monkeypatch):
+    monkeypatch.delenv("NEURIPS25_SCALE", raising=False)
+    assert runtime.scale() == "small"
+    cfg = {"small": 1, "full": 2}
+    assert runtime.pick(cfg) == 1
+    monkeypatch.setenv("NEURIPS25_SCALE", "FULL")
+    assert runtime.pick(cfg) == 2
+    monkeypatch.setenv("NEURIPS25_SCALE", "huge")
+    with pytest.raises(ValueError, match="NEURIPS25_SCALE"):
+        runtime.scale()
+    monkeypatch.delenv("NEURIPS25_SCALE")
+    with pytest.raises(ValueError, match="missing"):
+        runtime.pick({"small": 1})
+    with pytest.raises(TypeError, match="mapping"):
+        runtime.pick([1, 2])
+
+
+def test_in_colab_false_here():
+    assert runtime.in_colab() is False
+
+
+def test_make_trainer_is_quiet_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    import lightning as L
+    from torch.utils.data import DataLoader, TensorDataset
+
+    monkeypatch.chdir(tmp_path)
+
+    class Tiny(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(2, 1)
+
+        def training_step(self, batch, _):
+            x, y = batch
+            return torch.nn.functional.mse_loss(self.lin(x), y)
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    x = torch.randn(32, 2)
+    loader = DataLoader(TensorDataset(x, x.sum(1, keepdim=True)), batch_size=8)
+    trainer = runtime.make_trainer(2)
+    trainer.fit(Tiny(), loader)
+    out = capsys.readouterr()
+    assert "GPU available" not in out.out + out.err
+    assert "LOCAL_RANK" not in out.out + out.err
+    assert not (tmp_path / "lightning_logs").exists()
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(ValueError, match="max_epochs"):
+        runtime.make_trainer(0)
