@@ -37,6 +37,8 @@ def test_results_table_and_fmt():
     t = display.paper_vs_ours([("acc", 0.91234, 0.9, "smaller model"), ("n", None, 100, "")])
     md = t._repr_markdown_()
     assert "| quantity | paper | ours | note |" in md and "0.912" in md and "—" in md
+    html = t._repr_html_()
+    assert "<th>quantity</th>" in html and "<td>0.912</td>" in html and "<caption>Paper vs. ours</caption>" in html
     assert "smaller model" in repr(t)
     assert t.column("ours") == [0.9, 100]
     with pytest.raises(ValueError, match="cells"):

@@ -1,11 +1,12 @@
 """Notebook display helpers: show a package function's source, and result tables.
 
 ``show_source(fn)`` is how chapters show their implementation without copying it into the
-notebook. ``ResultsTable`` renders as Markdown in the book and as aligned text in a terminal or in
-nbval's comparison, so one table serves both.
+notebook. ``ResultsTable`` renders as an HTML table in the book and in Colab and as aligned text in a terminal
+or in nbval's comparison, so one table serves both.
 """
 from __future__ import annotations
 
+import html
 import inspect
 import numbers
 import textwrap
@@ -86,6 +87,14 @@ class ResultsTable:
 
     def _cells(self) -> list[list[str]]:
         return [[fmt(c, self.digits) for c in r] for r in self.rows]
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        head = "".join(f"<th>{esc(c)}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in self._cells())
+        caption = f"<caption>{esc(self.title)}</caption>" if self.title else ""
+        return (f'<table class="neurips25-table">{caption}<thead><tr>{head}</tr></thead>'
+                f"<tbody>{body}</tbody></table>")
 
     def _repr_markdown_(self) -> str:
         head = "| " + " | ".join(self.columns) + " |"
