@@ -1,0 +1,148 @@
+"""Monte Carlo fairness estimates with simultaneous Clopper-Pearson bounds, Alg. 3 vectorised over
+trials, and a hill-climbing adversary over arrival orders."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+from scipy.stats import beta as _beta
+
+from .algorithms import _Online, alg3_split
+from .matroids import GraphicMatroid, _Matroid
+
+
+@dataclass
+class FairnessEstimate:
+    """Acceptance counts per element over ``n_trials`` runs, with Clopper-Pearson bounds at level
+    1 - ``level`` *simultaneously* over elements (Bonferroni), so the minimum is covered too."""
+
+    counts: np.ndarray
+    n_trials: int
+    all_independent: bool = True
+    level: float = 0.05
+
+    @property
+    def p(self) -> np.ndarray:
+        return self.counts / self.n_trials
+
+    def _cp(self, lower: bool) -> np.ndarray:
+        a = self.level / len(self.counts)  # two-sided, Bonferroni over elements
+        c, n = self.counts, self.n_trials
+        if lower:
+            return np.where(c > 0, _beta.ppf(a / 2, np.maximum(c, 1), n - c + 1), 0.0)
+        return np.where(c < n, _beta.ppf(1 - a / 2, c + 1, np.maximum(n - c, 1)), 1.0)
+
+    @property
+    def lower(self) -> np.ndarray:
+        return self._cp(True)
+
+    @property
+    def upper(self) -> np.ndarray:
+        return self._cp(False)
+
+    @property
+    def f_hat(self) -> float:
+        """Measured fairness factor 1 / min_e p_e (inf if some element was never accepted)."""
+        m = self.p.min()
+        return math.inf if m == 0 else 1 / m
+
+    @property
+    def f_upper(self) -> float:
+        """Upper confidence bound on the true fairness factor: 1 / min_e lower_e."""
+        m = self.lower.min()
+        return math.inf if m == 0 else 1 / m
+
+
+def acceptance_mc(make_alg: Callable[[np.random.Generator], _Online], M: _Matroid, n_trials: int,
+                  order: str | Sequence[int] = "random", seed: int = 0, level: float = 0.05) -> FairnessEstimate:
+    """Run ``make_alg(rng)`` on ``M`` ``n_trials`` times; ``order`` is "random" (fresh uniform order per
+    trial) or a fixed permutation (an oblivious adversary). Checks every output for independence."""
+    if not isinstance(n_trials, (int, np.integer)) or n_trials < 1:
+        raise ValueError(f"n_trials must be a positive int, got {n_trials!r}")
+    if isinstance(order, str):
+        if order != "random":
+            raise ValueError(f"order must be 'random' or a permutation, got {order!r}")
+    elif sorted(int(e) for e in order) != list(range(M.n)):
+        raise ValueError(f"order must be a permutation of 0..{M.n - 1}")
+    rng = np.random.default_rng(seed)
+    counts, ok = np.zeros(M.n, dtype=np.int64), True
+    for _ in range(n_trials):
+        seq = rng.permutation(M.n) if isinstance(order, str) else order
+        alg = make_alg(rng)
+        for e in seq:
+            alg.offer(int(e))
+        counts[alg.accepted] += 1
+        ok &= M.is_independent(alg.accepted)
+    return FairnessEstimate(counts, n_trials, bool(ok), level)
+
+
+def alg3_accept_batch(M: GraphicMatroid, d: int, pos: np.ndarray) -> np.ndarray:
+    """Alg. 3's decisions for a batch of arrival orders, vectorised over trials: ``pos[t, e]`` is the
+    arrival time of edge e in trial t; returns the (T, m) accepted mask. Same decisions as
+    ``RandomOrderGraphicFair``: batched peeling of the S1 graphs, then the first R edge charged to
+    each vertex is accepted."""
+    pos = np.asarray(pos)
+    if pos.ndim != 2 or pos.shape[1] != M.n:
+        raise ValueError(f"pos must have shape (T, {M.n}), got {pos.shape}")
+    T, m, nv = pos.shape[0], M.n, M.n_vertices
+    m1, mS, _ = alg3_split(m, d)
+    s1, R = pos < m1, pos >= mS
+    tv = np.arange(T)[:, None] * nv  # flat (trial, vertex) index offsets
+    U, V = tv + M.E[:, 0], tv + M.E[:, 1]
+    lev, alive, t = np.full(T * nv, -1), s1.copy(), 0
+    while (lev < 0).any():
+        deg = np.bincount(U[alive], minlength=T * nv) + np.bincount(V[alive], minlength=T * nv)
+        left = lev < 0
+        cand = left & (deg <= d)
+        stuck = ~cand.reshape(T, nv).any(1) & left.reshape(T, nv).any(1)
+        if stuck.any():  # fallback per stuck trial: peel its minimum-degree vertices
+            dm = np.where(left, deg, np.iinfo(np.int64).max).reshape(T, nv)
+            cand |= (stuck[:, None] & (dm == dm.min(1, keepdims=True))).ravel()
+        lev[cand] = t
+        alive &= ~cand[U] & ~cand[V]
+        t += 1
+    key = -lev * nv + np.tile(np.arange(nv), T)
+    B = np.where(key[U] > key[V], U, V)  # charged (later) endpoint, flat index
+    first = np.full(T * nv, m)
+    np.minimum.at(first, B[R], pos[R])
+    return R & (pos == first[B])
+
+
+def alg3_acceptance_mc(M: GraphicMatroid, d: int, n_trials: int, seed: int = 0, batch: int = 500,
+                       level: float = 0.05) -> FairnessEstimate:
+    """Monte Carlo of Alg. 3 under uniformly random arrival order, in batches of trials."""
+    if not isinstance(M, GraphicMatroid):
+        raise TypeError(f"M must be a GraphicMatroid, got {type(M).__name__}")
+    if not isinstance(n_trials, (int, np.integer)) or n_trials < 1:
+        raise ValueError(f"n_trials must be a positive int, got {n_trials!r}")
+    rng, counts, done = np.random.default_rng(seed), np.zeros(M.n, dtype=np.int64), 0
+    while done < n_trials:
+        T = min(batch, n_trials - done)
+        pos = np.argsort(rng.random((T, M.n)), axis=1).argsort(axis=1)
+        counts += alg3_accept_batch(M, d, pos).sum(0)
+        done += T
+    return FairnessEstimate(counts, n_trials, True, level)
+
+
+def hill_climb(score: Callable[[np.ndarray], float], n: int, iters: int, seed: int = 0,
+               init: Sequence[int] | None = None) -> tuple[np.ndarray, list[float]]:
+    """A simple adversary: swap two random positions of the order, keep the swap if ``score`` does not
+    decrease. Returns the best order and the score history."""
+    if not isinstance(iters, (int, np.integer)) or iters < 0:
+        raise ValueError(f"iters must be a non-negative int, got {iters!r}")
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(n) if init is None else np.array(init)
+    best = score(order)
+    hist = [best]
+    for _ in range(iters):
+        i, j = rng.integers(n, size=2)
+        order[[i, j]] = order[[j, i]]
+        s = score(order)
+        if s >= best:
+            best = s
+        else:
+            order[[i, j]] = order[[j, i]]
+        hist.append(best)
+    return order, hist

@@ -1,0 +1,236 @@
+"""Tests for neurips25.fair_matroid (Fair Matroid Selection, NeurIPS 2025)."""
+from itertools import combinations, permutations
+
+import numpy as np
+import pytest
+
+from neurips25.fair_matroid import (
+    FirstFitFair,
+    GraphicMatroid,
+    Greedy,
+    LaminarFair,
+    LaminarMatroid,
+    RandomOrderGraphicFair,
+    UniformFair,
+    UniformMatroid,
+    acceptance_mc,
+    alg1_colours,
+    alg3_accept_batch,
+    alg3_acceptance_mc,
+    arboricity,
+    arboricity_bruteforce,
+    complete_graph,
+    first_fit_colours,
+    hill_climb,
+    lemma15_bound,
+    matroid_partition,
+    partition_matroid,
+    random_laminar,
+    spanning_tree_union,
+)
+
+
+def _acyclic_bruteforce(edges, S):
+    """A set of edges is a forest iff |S| = n_vertices_touched - n_components (DFS count)."""
+    adj = {}
+    for e in S:
+        u, v = edges[e]
+        adj.setdefault(u, []).append(v)
+        adj.setdefault(v, []).append(u)
+    seen, comps = set(), 0
+    for s in adj:
+        if s in seen:
+            continue
+        comps += 1
+        stack = [s]
+        while stack:
+            x = stack.pop()
+            if x not in seen:
+                seen.add(x)
+                stack += adj[x]
+    return len(S) == len(adj) - comps
+
+
+def _laminar_bruteforce(M, S):
+    return all(len(set(S) & F) <= c for F, c in zip(M.family, M.caps))
+
+
+def test_graphic_oracle_matches_bruteforce():
+    M = complete_graph(5)
+    for size in range(0, 6):
+        for S in combinations(range(M.n), size):
+            assert M.is_independent(S) == _acyclic_bruteforce(M.edges, S)
+    assert M.rank(range(M.n)) == 4
+
+
+def test_laminar_uniform_partition_oracles_match_bruteforce():
+    L = LaminarMatroid(7, [[0, 1, 2, 3, 4, 5, 6], [0, 1, 2], [0, 1], [4, 5]], [3, 2, 1, 1])
+    U = UniformMatroid(3, 6)
+    P = partition_matroid([0, 0, 1, 1, 1, 2], [1, 2, 1])
+    for M in (L, U, P):
+        for size in range(M.n + 1):
+            for S in combinations(range(M.n), size):
+                assert M.is_independent(S) == _laminar_bruteforce(M, S)
+    assert U.rank(range(6)) == 3 and P.rank(range(6)) == 4
+
+
+def test_arboricity_partition_agrees_with_edmonds_formula():
+    for M in (complete_graph(5), complete_graph(6), spanning_tree_union(6, 2, seed=3),
+              LaminarMatroid(7, [[0, 1, 2, 3, 4, 5, 6], [0, 1, 2], [4, 5]], [3, 1, 1]),
+              UniformMatroid(2, 7), random_laminar(10, seed=4)):
+        a = arboricity(M)
+        assert a == arboricity_bruteforce(M)
+        parts = matroid_partition(M, a)
+        assert sorted(e for P in parts for e in P) == list(range(M.n))
+        assert all(M.is_independent(P) for P in parts)
+        assert matroid_partition(M, a - 1) is None if a > 1 else True
+
+
+def test_known_arboricities():
+    assert arboricity(complete_graph(7)) == 4
+    assert arboricity(spanning_tree_union(10, 3, seed=0)) == 3
+    for s in range(5):
+        L = random_laminar(14, seed=s)
+        assert arboricity(L) == L.alpha
+
+
+def test_alg1_never_needs_more_than_m_colours_exhaustive():
+    # every arrival order of small graphic instances
+    for M in (complete_graph(4), spanning_tree_union(5, 2, seed=1)):
+        a, k = arboricity(M), M.rank(range(M.n))
+        m = alg1_colours(a, k)
+        n_orders = 0
+        for order in permutations(range(M.n)):
+            col = first_fit_colours(M, order)
+            assert col.max() < m
+            for j in range(col.max() + 1):
+                assert M.is_independent(np.flatnonzero(col == j))
+            n_orders += 1
+            if n_orders >= 5040:
+                break
+
+
+def test_alg1_accepts_with_probability_exactly_one_over_m():
+    M = complete_graph(6)
+    alg = FirstFitFair(M, 3, 5, rng=0)
+    assert alg.m == alg1_colours(3, 5) == 8
+    order = np.random.default_rng(0).permutation(M.n)
+    col = first_fit_colours(M, order)
+    # over the uniform draw of r, e is accepted iff r == colour(e): probability exactly 1/m
+    for r in range(alg.m):
+        alg = FirstFitFair(M, 3, 5, rng=0)
+        alg.r = r
+        acc = [e for e in order if alg.offer(int(e))]
+        assert sorted(acc) == sorted(np.flatnonzero(col == r).tolist())
+        assert M.is_independent(acc)
+
+
+def test_laminar_alg2_capacities_respected_under_orders():
+    rng = np.random.default_rng(0)
+    for s in range(6):
+        M = random_laminar(18, seed=s)
+        for _ in range(15):
+            order = rng.permutation(M.n)
+            alg = LaminarFair(M, M.alpha, rng=0)
+            for e in order:
+                alg.offer(int(e))
+            # every family set is contiguous in T, and each colour class is independent
+            pos = {e: i for i, e in enumerate(alg.T)}
+            for F in M.family:
+                idx = sorted(pos[e] for e in F)
+                assert idx[-1] - idx[0] == len(F) - 1
+            col = np.array([alg.colour[e] for e in range(M.n)])
+            assert col.max() < 2 * M.alpha - 1
+            for j in range(2 * M.alpha - 1):
+                assert _laminar_bruteforce(M, np.flatnonzero(col == j).tolist())
+
+
+def test_uniform_colouring_exactly_alpha_fair():
+    M = UniformMatroid(3, 10)  # alpha = 4
+    order = np.random.default_rng(1).permutation(10)
+    hits = np.zeros(10, int)
+    for r in range(4):
+        alg = UniformFair(M)
+        alg.r = r
+        acc = [e for e in order if alg.offer(int(e))]
+        assert len(acc) <= 3
+        hits[acc] += 1
+    assert (hits == 1).all()  # each element in exactly one of the alpha classes: Pr = 1/alpha
+
+
+def test_alg3_online_matches_vectorised_and_outputs_forests():
+    M = spanning_tree_union(14, 3, seed=2)
+    rng = np.random.default_rng(0)
+    pos = np.argsort(rng.random((30, M.n)), axis=1).argsort(axis=1)
+    A = alg3_accept_batch(M, 6, pos)
+    for t in range(30):
+        alg = RandomOrderGraphicFair(M, 6)
+        for e in np.argsort(pos[t]):
+            alg.offer(int(e))
+        mask = np.zeros(M.n, bool)
+        mask[alg.accepted] = True
+        assert (mask == A[t]).all()
+        assert M.is_independent(np.flatnonzero(A[t]))
+
+
+def test_alg3_fairness_within_lemma15_bound():
+    M = complete_graph(10)  # alpha = 5, d = 2 alpha
+    est = alg3_acceptance_mc(M, 10, 1500, seed=0)
+    assert est.lower.min() > 0
+    assert est.f_upper < lemma15_bound(10)["f"]
+
+
+def test_lemma15_bound_tends_to_two_d():
+    f = [lemma15_bound(d)["f"] / d for d in (10**2, 10**4, 10**8, 10**12)]
+    assert all(a > b for a, b in zip(f, f[1:]))
+    assert 2 < f[-1] < 2.2
+    assert lemma15_bound(1)["f"] == float("inf")
+
+
+def test_greedy_unfair_under_adversarial_order():
+    M = complete_graph(5)
+    order = list(range(M.n))  # edges 0..3 form a spanning star: everything after is rejected
+    est = acceptance_mc(lambda rng: Greedy(M), M, 5, order=order)
+    assert est.f_hat == float("inf") and est.all_independent
+
+
+def test_acceptance_mc_confidence_bounds_cover_exact_probability():
+    M = complete_graph(5)
+    est = acceptance_mc(lambda rng: FirstFitFair(M, 3, 4, rng=rng), M, 600, seed=1)
+    m = alg1_colours(3, 4)
+    assert est.all_independent
+    assert (est.lower <= 1 / m).all() and (est.upper >= 1 / m).all()
+
+
+def test_hill_climb_never_decreases_score():
+    M = complete_graph(6)
+    _, hist = hill_climb(lambda o: first_fit_colours(M, o).max() + 1, M.n, 40, seed=0)
+    assert all(b >= a for a, b in zip(hist, hist[1:]))
+
+
+def test_invalid_inputs_raise():
+    M = complete_graph(4)
+    with pytest.raises(ValueError, match="unknown element"):
+        M.is_independent([0, 99])
+    with pytest.raises(ValueError, match="unknown element"):
+        Greedy(M).offer(6)
+    g = Greedy(M)
+    g.offer(0)
+    with pytest.raises(ValueError, match="already offered"):
+        g.offer(0)
+    with pytest.raises(ValueError, match="capacities must be positive"):
+        LaminarMatroid(3, [[0, 1]], [-1])
+    with pytest.raises(ValueError, match="not laminar"):
+        LaminarMatroid(4, [[0, 1], [1, 2]], [1, 1])
+    with pytest.raises(ValueError, match="self-loops"):
+        GraphicMatroid([(0, 0)], 2)
+    with pytest.raises(ValueError, match="alpha must be"):
+        LaminarFair(LaminarMatroid(4, [[0, 1, 2, 3]], [1]), 2)
+    with pytest.raises(TypeError, match="LaminarMatroid"):
+        LaminarFair(M, 2)
+    with pytest.raises(ValueError, match="alpha must be a positive int"):
+        FirstFitFair(M, 0, 3)
+    with pytest.raises(ValueError, match="order must be a permutation"):
+        acceptance_mc(lambda rng: Greedy(M), M, 2, order=[0, 0, 1, 2, 3, 4])
+    with pytest.raises(ValueError, match="d must be a positive int"):
+        lemma15_bound(0)
