@@ -1,0 +1,11 @@
+"""Chapter "Differentiating through any QP solver" — dQP (Magoon, Yang, Aigerman, Kovalsky; NeurIPS 2025).
+
+``core``: the dQP layer (``dqp_solve``, ``DQPLayer``); ``problems``: planted QPs, simplex/chain
+projections, sparsemax; ``baselines``: full-KKT (OptNet-style) and cvxpylayers layers; ``bench``:
+the timing benchmark (``python -m neurips25.dqp``); ``model``: a Lightning classifier with a dQP head.
+"""
+from .core import SOLVER_OPTIONS, DQPLayer, QPResult, active_set, available_solvers, dqp_solve
+from .problems import planted_qp, project, projection_constraints, sparsemax, sparsemax_jacobian
+
+__all__ = ["SOLVER_OPTIONS", "DQPLayer", "QPResult", "active_set", "available_solvers", "dqp_solve",
+           "planted_qp", "project", "projection_constraints", "sparsemax", "sparsemax_jacobian"]

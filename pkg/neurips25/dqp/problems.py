@@ -1,0 +1,86 @@
+"""Test problems: random QPs with a planted active set, simplex (sparsemax) and chain projections."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from .core import dqp_solve
+
+__all__ = ["planted_qp", "projection_constraints", "project", "sparsemax", "sparsemax_jacobian"]
+
+
+def planted_qp(n: int = 8, m: int = 6, p: int = 2, n_active: int = 3, seed: int = 0,
+               margin: float = 0.1) -> dict[str, torch.Tensor]:
+    """A random strictly convex QP whose solution z*, duals and active set J are known.
+
+    Choose z*, λ, μ_J ≥ ``margin`` on the first ``n_active`` inequality rows and slack ≥ ``margin``
+    on the others, then set b = Az*, d so that the slacks hold, and q from stationarity
+    Pz* + q + Aᵀλ + Cᵀμ = 0. Strict complementarity makes the solution map differentiable.
+    """
+    for name, v in (("n", n), ("m", m), ("p", p), ("n_active", n_active)):
+        if not isinstance(v, int) or v < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {v!r}")
+    if n < 1 or n_active > m or p + n_active > n:
+        raise ValueError(f"need n >= 1, n_active <= m and p + n_active <= n; got n={n}, m={m}, p={p}, "
+                         f"n_active={n_active}")
+    rng = np.random.default_rng(seed)
+    M = rng.standard_normal((n, n))
+    P = M @ M.T / n + np.eye(n)
+    A, C = rng.standard_normal((p, n)), rng.standard_normal((m, n))
+    z, lam = rng.standard_normal(n), rng.standard_normal(p)
+    mu = np.zeros(m)
+    mu[:n_active] = rng.uniform(margin, 1.0, n_active)
+    slack = np.zeros(m)
+    slack[n_active:] = rng.uniform(margin, 1.0, m - n_active)
+    d = C @ z + slack
+    q = -(P @ z + A.T @ lam + C.T @ mu)
+    t = lambda x: torch.tensor(x, dtype=torch.float64)
+    return dict(P=t(P), q=t(q), A=t(A), b=t(A @ z), C=t(C), d=t(d), z=t(z), lam=t(lam), mu=t(mu),
+                active=torch.arange(m) < n_active)
+
+
+def projection_constraints(kind: str, n: int) -> dict:
+    """Sparse constraint data of a Euclidean projection min ½‖z − x‖² (P = I, q = −x).
+
+    ``"simplex"``: 1ᵀz = 1, z ≥ 0 (the probability simplex; the projection is sparsemax).
+    ``"chain"``: z₁ ≤ z₂ ≤ … ≤ z_n (a monotone chain: n − 1 bidiagonal constraints).
+    """
+    if not isinstance(n, int) or n < 2:
+        raise ValueError(f"n must be an int >= 2, got {n!r}")
+    one = torch.ones
+    if kind == "simplex":
+        return dict(P=sp.identity(n, format="csc"), A=sp.csr_matrix(np.ones((1, n))),
+                    b=one(1, dtype=torch.float64), C=-sp.identity(n, format="csr"),
+                    d=torch.zeros(n, dtype=torch.float64))
+    if kind == "chain":
+        D = sp.diags([np.ones(n - 1), -np.ones(n - 1)], [0, 1], shape=(n - 1, n), format="csr")
+        return dict(P=sp.identity(n, format="csc"), C=D, d=torch.zeros(n - 1, dtype=torch.float64))
+    raise ValueError(f"kind must be 'simplex' or 'chain', got {kind!r}")
+
+
+def project(x: torch.Tensor, kind: str = "simplex", solver: str = "clarabel", **kw) -> torch.Tensor:
+    """Differentiable projection of ``x`` (``(n,)`` or ``(B, n)``) onto the simplex or the chain via dQP."""
+    if not isinstance(x, torch.Tensor) or x.ndim not in (1, 2):
+        raise ValueError("x must be a tensor of shape (n,) or (B, n)")
+    cons = projection_constraints(kind, x.shape[-1])
+    return dqp_solve(q=-x.double(), solver=solver, check_psd=False, **cons, **kw).z
+
+
+def sparsemax(x: torch.Tensor) -> torch.Tensor:
+    """Closed-form simplex projection (Martins & Astudillo, 2016): z = max(x − τ, 0)."""
+    xs, _ = torch.sort(x, dim=-1, descending=True)
+    k = torch.arange(1, x.shape[-1] + 1, dtype=x.dtype)
+    cs = xs.cumsum(-1) - 1
+    support = (xs - cs / k) > 0
+    kz = support.sum(-1, keepdim=True)
+    tau = cs.gather(-1, kz - 1) / kz.to(x.dtype)
+    return torch.clamp(x - tau, min=0)
+
+
+def sparsemax_jacobian(z: torch.Tensor) -> torch.Tensor:
+    """∂ sparsemax / ∂x = diag(s) − s sᵀ / |S| with s the indicator of the support S of z."""
+    if z.ndim != 1:
+        raise ValueError(f"z must be a vector, got shape {tuple(z.shape)}")
+    s = (z > 0).to(z.dtype)
+    return torch.diag(s) - torch.outer(s, s) / s.sum()

@@ -1,0 +1,200 @@
+"""Tests for neurips25.dqp: gradients vs finite differences, baselines and solvers, validation."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from neurips25.dqp import (
+    DQPLayer,
+    active_set,
+    dqp_solve,
+    planted_qp,
+    project,
+    projection_constraints,
+    sparsemax,
+    sparsemax_jacobian,
+)
+from neurips25.dqp.baselines import kkt_solve
+
+NAMES = ("P", "q", "A", "b", "C", "d")
+
+
+def _grads(qp, solver="clarabel", seed=0):
+    args = [qp[k].clone().requires_grad_(True) for k in NAMES]
+    g = torch.randn(qp["q"].shape[0], generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    z = dqp_solve(*args, solver=solver).z
+    return torch.autograd.grad((g * z).sum(), args), args, g
+
+
+def test_planted_solution_duals_and_active_set():
+    qp = planted_qp(8, 6, 2, 3, seed=1)
+    r = dqp_solve(*(qp[k] for k in NAMES))
+    torch.testing.assert_close(r.z, qp["z"], atol=1e-10, rtol=0)
+    torch.testing.assert_close(r.lam, qp["lam"], atol=1e-9, rtol=0)
+    torch.testing.assert_close(r.mu, qp["mu"], atol=1e-9, rtol=0)
+    assert r.active.tolist() == qp["active"].tolist() and not r.lstsq
+
+
+@pytest.mark.parametrize("with_eq", [True, False])
+def test_gradcheck_finite_differences(with_eq):
+    qp = planted_qp(5, 4, 1 if with_eq else 0, 2, seed=3)
+    names = NAMES if with_eq else ("P", "q", "C", "d")
+    args = [qp[k].clone().requires_grad_(True) for k in names]
+
+    def f(*a):
+        kw = dict(zip(names, a))
+        return dqp_solve(**kw).z
+
+    assert torch.autograd.gradcheck(f, args, eps=1e-6, atol=1e-6, rtol=1e-5)
+
+
+def test_matches_full_kkt_and_cvxpylayers():
+    qp = planted_qp(8, 6, 2, 3, seed=0)
+    gd, args, g = _grads(qp)
+    z = kkt_solve(*args)
+    gk = torch.autograd.grad((g * z).sum(), args)
+    for a, b in zip(gd, gk):
+        torch.testing.assert_close(a, b, atol=1e-8, rtol=1e-6)
+    from neurips25.dqp.baselines import cvxpy_qp_layer
+
+    layer = cvxpy_qp_layer(qp["P"].numpy(), 6, 2)
+    (zc,) = layer(*args[1:], solver_args={"eps": 1e-10})
+    gc = torch.autograd.grad((g * zc).sum(), args[1:])
+    for a, b in zip(gd[1:], gc):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+
+def test_solver_independence():
+    qp = planted_qp(10, 8, 2, 4, seed=2)
+    ref, _, _ = _grads(qp, "clarabel")
+    for solver in ("osqp", "scs"):
+        other, _, _ = _grads(qp, solver)
+        for a, b in zip(ref, other):
+            torch.testing.assert_close(a, b, atol=1e-9, rtol=1e-8)
+
+
+def test_sparsemax_and_its_jacobian():
+    x = torch.randn(12, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 2
+    z = project(x)
+    torch.testing.assert_close(z, sparsemax(x), atol=1e-12, rtol=0)
+    J = torch.autograd.functional.jacobian(lambda v: project(v), x)
+    torch.testing.assert_close(J, sparsemax_jacobian(z), atol=1e-10, rtol=0)
+
+
+def test_chain_projection_is_isotonic_regression():
+    x = torch.tensor([3.0, 1.0, 2.0, 0.0, 5.0], dtype=torch.float64)
+    z = project(x, "chain")
+    torch.testing.assert_close(z, torch.tensor([1.5, 1.5, 1.5, 1.5, 5.0], dtype=torch.float64),
+                               atol=1e-10, rtol=0)
+
+
+def test_active_set_tolerance_and_refinement():
+    # one inactive row with slack 1e-4: a tight eps leaves it out, a loose eps wrongly forces it active
+    P = torch.eye(2, dtype=torch.float64)
+    q = torch.zeros(2, dtype=torch.float64)
+    C = torch.tensor([[1.0, 0.0], [0.0, -1.0]], dtype=torch.float64)
+    d = torch.tensor([-1.0, 1e-4], dtype=torch.float64)  # z1 <= -1 active; -z2 <= 1e-4 inactive
+    tight = dqp_solve(P, q, C=C, d=d, eps_active=1e-6)
+    assert tight.active.tolist() == [True, False]
+    forced = dqp_solve(P, q, C=C, d=d, eps_active=1e-3, max_refine=0)
+    assert forced.active.tolist() == [True, True] and abs(float(forced.z[1]) + 1e-4) < 1e-12
+    refined = dqp_solve(P, q, C=C, d=d, eps_active=1e-3)  # negative multiplier -> row dropped
+    assert refined.active.tolist() == [True, False] and refined.refined == 1
+    torch.testing.assert_close(refined.z, torch.tensor([-1.0, 0.0], dtype=torch.float64))
+    assert active_set(C.numpy(), d.numpy(), np.array([-1.0, 0.0])).tolist() == [True, False]
+
+
+def test_degenerate_vertex_uses_least_squares_flag():
+    P = torch.eye(2, dtype=torch.float64)
+    q = torch.ones(2, dtype=torch.float64)
+    C = torch.tensor([[-1.0, 0.0], [0.0, -1.0], [1.0, 1.0]], dtype=torch.float64)
+    d = torch.zeros(3, dtype=torch.float64)  # three active rows at z = 0 in R²
+    r = dqp_solve(P, q, C=C, d=d, max_refine=0)
+    assert bool(r.lstsq) and r.active.all()
+    torch.testing.assert_close(r.z, torch.zeros(2, dtype=torch.float64), atol=1e-8, rtol=0)
+    # refinement drops the row whose least-squares multiplier is negative: a valid, regular active set
+    r = dqp_solve(P, q, C=C, d=d)
+    assert not r.lstsq and r.active.tolist() == [True, True, False] and bool((r.mu >= 0).all())
+
+
+def test_batched_and_sparse_agree_with_single_dense():
+    qps = [planted_qp(6, 5, 1, 2, seed=s) for s in range(3)]
+    batch = {k: torch.stack([qp[k] for qp in qps]) for k in NAMES}
+    zb = dqp_solve(*(batch[k] for k in NAMES)).z
+    for i, qp in enumerate(qps):
+        torch.testing.assert_close(zb[i], dqp_solve(*(qp[k] for k in NAMES)).z)
+    # shared (unbatched) P with batched q: the gradient of P sums over the batch
+    P = qps[0]["P"].clone().requires_grad_(True)
+    q = torch.stack([qp["q"] for qp in qps]).requires_grad_(True)
+    dqp_solve(P, q, C=qps[0]["C"], d=qps[0]["d"]).z.sum().backward()
+    g_sum = sum(torch.autograd.grad(dqp_solve(P, q[i].detach(), C=qps[0]["C"], d=qps[0]["d"]).z.sum(), P)[0]
+                for i in range(3))
+    torch.testing.assert_close(P.grad, g_sum)
+    # scipy-sparse constants take the sparse path and give the same gradient in q, b, d
+    x = torch.randn(30, generator=torch.Generator().manual_seed(1), dtype=torch.float64).requires_grad_(True)
+    cons = projection_constraints("simplex", 30)
+    dense = {k: (torch.tensor(v.toarray()) if sp.issparse(v) else v) for k, v in cons.items()}
+    gs = torch.autograd.grad(dqp_solve(q=-x, **cons).z[:5].sum(), x)[0]
+    gd = torch.autograd.grad(dqp_solve(q=-x, **dense).z[:5].sum(), x)[0]
+    torch.testing.assert_close(gs, gd, atol=1e-12, rtol=0)
+
+
+def test_layer_with_constants():
+    cons = projection_constraints("chain", 6)
+    layer = DQPLayer(**cons)
+    x = torch.tensor([2.0, 1.0, 0.0, 3.0, 4.0, 1.0], dtype=torch.float64)
+    z = layer(q=-x)
+    assert torch.all(z[1:] - z[:-1] >= -1e-10) and layer.last is not None
+
+
+def test_validation_errors():
+    qp = planted_qp(4, 3, 1, 1, seed=0)
+    P, q, A, b, C, d = (qp[k] for k in NAMES)
+    with pytest.raises(ValueError, match="solver must be one of"):
+        dqp_solve(P, q, solver="gurobi-please")
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        dqp_solve(-P, q)
+    with pytest.raises(ValueError, match="P must be"):
+        dqp_solve(P[:3, :3], q)
+    with pytest.raises(ValueError, match="C must have 4 columns"):
+        dqp_solve(P, q, C=C[:, :3], d=d)
+    with pytest.raises(ValueError, match="d must have 3 entries"):
+        dqp_solve(P, q, C=C, d=d[:2])
+    with pytest.raises(ValueError, match="A and b must be given together"):
+        dqp_solve(P, q, A=A)
+    with pytest.raises(ValueError, match="batch size"):
+        dqp_solve(P, torch.stack([q, q]), C=torch.stack([C, C, C]), d=d)
+    with pytest.raises(TypeError, match="q must be a torch.Tensor"):
+        dqp_solve(P, q.numpy())
+    with pytest.raises(ValueError, match="finite"):
+        dqp_solve(P, q * float("nan"))
+    one = torch.ones(1, 1, dtype=torch.float64)
+    with pytest.raises(ValueError, match="infeasible"):  # z <= -1 and -z <= -1
+        dqp_solve(one, torch.zeros(1, dtype=torch.float64), C=torch.tensor([[1.0], [-1.0]], dtype=torch.float64),
+                  d=torch.tensor([-1.0, -1.0], dtype=torch.float64))
+    with pytest.raises(ValueError, match="kind must be"):
+        projection_constraints("cube", 5)
+
+
+def test_polygon_fit_smoke():
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from neurips25.dqp.model import PolygonFit, polygon_normals, project_polygon
+    from neurips25.runtime import make_trainer, seed_everything
+
+    seed_everything(0)
+    rng = np.random.default_rng(0)
+    d_true = torch.tensor(rng.uniform(0.6, 1.4, 5))
+    ang = rng.uniform(0, 2 * np.pi, 20)
+    x = torch.tensor(np.stack([2.5 * np.cos(ang), 2.5 * np.sin(ang)], 1))
+    t, _ = project_polygon(x, polygon_normals(5), d_true)
+    model = PolygonFit(m=5)
+    make_trainer(25).fit(model, DataLoader(TensorDataset(x, t.detach()), batch_size=20))
+    assert model.history[-1] < 0.2 * model.history[0]
+
+
+def test_benchmark_smoke():
+    from neurips25.dqp.bench import benchmark
+
+    out = benchmark("chain", [20], repeats=1)
+    assert set(out) == {"dqp", "full_kkt", "cvxpylayers"} and all(v[20] > 0 for v in out.values())
