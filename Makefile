@@ -95,7 +95,7 @@ test-browser: chromium book-offline
 test-colab: setup
 	$(BIN)/python .ci/colab_sim.py
 
-test: test-unit test-nb book test-book test-browser
+test: test-unit test-nb book test-book test-browser test-colab
 	@echo "make test: all checks passed"
 
 audit:
