@@ -84,9 +84,10 @@ def main(argv: list[str]) -> int:
     run([str(py), "-m", "pip", "check"])
     run([str(py), "-c", (
         "import importlib, pkgutil, neurips25\n"
-        "mods = [m.name for m in pkgutil.walk_packages(neurips25.__path__, 'neurips25.')]\n"
+        "mods = [m.name for m in pkgutil.walk_packages(neurips25.__path__, 'neurips25.')\n"
+        "        if not m.name.endswith('__main__')]  # importing a __main__ would run its CLI\n"
         "[importlib.import_module(m) for m in mods]\n"
-        "print(len(mods), 'modules import')")])
+        "print(len(mods), 'modules import')")], cwd=work)
     run([str(py), "-c", (
         "import nbformat; from nbclient import NotebookClient\n"
         f"nb = nbformat.read({str(ROOT / 'notebooks' / 'getting_started.ipynb')!r}, as_version=4)\n"
