@@ -1,0 +1,176 @@
+"""Tests for neurips25.model_collapse: closed forms, the loop's bookkeeping, collapse, validation."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from neurips25.model_collapse import (
+    SCHEMES,
+    CouplingFlow,
+    FlowFamily,
+    GaussianFamily,
+    GaussianParams,
+    NonSmoothFamily,
+    gaussian_kl,
+    gaussian_replications,
+    gaussian_sq_error,
+    iterate_mle,
+    nonsmooth_replications,
+)
+
+
+def _gauss_real(R=3, d=2):
+    fam = GaussianFamily()
+    star = GaussianParams(torch.zeros(R, d, dtype=torch.float64), torch.eye(d, dtype=torch.float64).expand(R, d, d))
+    return fam, (lambda k, g: fam.sample(star, k, g))
+
+
+def test_gaussian_mle_equals_numerical_maximisation():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(50, 2, generator=g, dtype=torch.float64) @ torch.tensor([[1.0, 0.3], [0.0, 0.5]],
+                                                                             dtype=torch.float64) + 1.0
+    fam = GaussianFamily()
+    th = fam.fit(x)
+    # maximise the log-likelihood numerically over (μ, Cholesky factor) from a poor start
+    mu = torch.zeros(2, dtype=torch.float64, requires_grad=True)
+    A = torch.eye(2, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([mu, A], max_iter=500, tolerance_grad=1e-12, tolerance_change=1e-14,
+                            line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        L = torch.tril(A)
+        loss = -torch.distributions.MultivariateNormal(mu, scale_tril=L).log_prob(x).mean()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    L = torch.tril(A).detach()
+    assert torch.allclose(mu.detach(), th.mean, atol=1e-6)
+    assert torch.allclose(L @ L.T, th.cov, atol=1e-6)
+    # the MLE divides by m (not m - 1)
+    assert torch.allclose(th.cov, torch.cov(x.T, correction=0))
+
+
+@pytest.mark.parametrize("scheme,size", [("accumulate", lambda t, n: (t + 1) * n),
+                                         ("replace", lambda t, n: n), ("fresh", lambda t, n: 2 * n)])
+def test_loop_training_set_sizes(scheme, size):
+    fam, real = _gauss_real()
+    n, T = 7, 6
+    res = iterate_mle(fam, real, n, T, scheme, torch.Generator().manual_seed(0))
+    assert len(res.thetas) == T
+    # θ(t+1) is fit on (t+1)·n points under Algorithm 1
+    assert res.sizes == [n] + [size(t, n) for t in range(1, T)]
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_vectorised_runner_matches_generic_loop(scheme):
+    R, d, n, T = 3, 2, 5, 8
+    fam, real = _gauss_real(R, d)
+    res = iterate_mle(fam, real, n, T, scheme, torch.Generator().manual_seed(3))
+    fast = gaussian_replications(torch.zeros(d), torch.eye(d), n, T, R, scheme, seed=3)
+    for t in range(T):
+        assert torch.allclose(fast.mean[t], res.thetas[t].mean, atol=1e-9)
+        assert torch.allclose(fast.cov[t], res.thetas[t].cov, atol=1e-9)
+
+
+def test_replace_collapses_accumulate_does_not():
+    kw = dict(n=10, T=300, R=200, seed=0)
+    rep = gaussian_replications([0.0], [[1.0]], scheme="replace", **kw)
+    acc = gaussian_replications([0.0], [[1.0]], scheme="accumulate", **kw)
+    assert float(rep.cov[-1].median()) < 1e-4          # variance → 0
+    assert 0.5 < float(acc.cov[-1].median()) < 1.5
+    err = gaussian_sq_error(acc, [0.0], [[1.0]]).mean(-1)
+    assert float(err[-1] / err[0]) < 2.0
+
+
+def test_gaussian_kl_closed_form_1d():
+    th = GaussianParams(torch.tensor([[0.5]], dtype=torch.float64), torch.tensor([[[2.0]]], dtype=torch.float64))
+    kl = float(gaussian_kl(th, [0.0], [[1.0]]))
+    assert kl == pytest.approx(0.5 * (1 / 2 + 0.25 / 2 - 1 + math.log(2)))
+    sing = GaussianParams(torch.zeros(1, 2, dtype=torch.float64), torch.zeros(1, 2, 2, dtype=torch.float64))
+    assert math.isinf(float(gaussian_kl(sing, torch.zeros(2), torch.eye(2))))
+
+
+def test_nonsmooth_mle_matches_brute_force_grid():
+    fam = NonSmoothFamily(n=5)
+    rng = np.random.default_rng(1)
+    cases = [rng.random(10), np.r_[rng.random(9), 1.37], np.r_[rng.random(8), 1.2, 1.7]]
+    for x in cases:
+        th = fam.fit(x)
+        best = fam.log_lik(th, x)
+        alphas = np.linspace(0, 0.499, 4000)
+        betas = np.linspace(1e-4, 1 - 1e-4, 4000)
+        grid = [np.stack([np.zeros_like(alphas), alphas, np.ones_like(alphas)], -1)]
+        for mu in np.r_[1.0, x[x >= 1]]:
+            grid.append(np.stack([np.ones_like(betas), betas, np.full_like(betas, mu)], -1))
+        grid = np.concatenate(grid)
+        ll = fam.log_lik(grid, np.broadcast_to(x, (len(grid), len(x))))
+        assert best >= ll.max() - 1e-6          # no grid point beats the closed-form MLE
+        assert best <= ll.max() + 0.05 * abs(ll.max()) + 0.05  # and the grid gets close to it
+
+
+def test_nonsmooth_collapse_probability_independent_of_n():
+    for n in (20, 200):
+        tv1, tv2 = nonsmooth_replications(n, 4000, seed=0)
+        assert (tv1 <= 2 / n).mean() > 0.95      # generation 1 is excellent
+        assert 0.18 < (tv2 >= 0.5).mean() < 0.27  # generation 2 is far off w.p. ≈ 2/9
+
+
+def test_nonsmooth_sample_support():
+    fam = NonSmoothFamily(n=10)
+    rng = np.random.default_rng(0)
+    xh = fam.sample(np.array([0.0, 0.2, 1.0]), 5000, rng)
+    assert ((xh >= 0) & (xh <= 0.6) | (xh >= 1) & (xh <= 2)).all()
+    assert abs((xh >= 1).mean() - 0.2) < 0.03
+    xg = fam.sample(np.array([1.0, 0.05, 1.5]), 5000, rng)
+    assert ((xg <= 1) | (xg >= 1.5) & (xg <= 1.5 + math.exp(-80 * 0.05))).all()
+
+
+def test_flow_smoke_training_improves_likelihood():
+    torch.manual_seed(0)
+    x = torch.randn(256, 2) * torch.tensor([1.0, 0.3]) + 1.0
+    fam = FlowFamily(steps=60, batch_size=64, seed=0, hidden=16, n_layers=2)
+    flow = fam.fit(x)
+    untrained = type(flow)(dim=2, hidden=16, n_layers=2)
+    with torch.no_grad():
+        assert flow.log_prob(x).mean() > untrained.log_prob(x).mean()
+    s = fam.sample(flow, 10, torch.Generator().manual_seed(0))
+    assert s.shape == (10, 2) and torch.isfinite(s).all()
+
+
+def test_flow_inverse_and_log_det():
+    torch.manual_seed(0)
+    f = CouplingFlow(dim=3, n_layers=3, hidden=8).double()
+    for p in f.parameters():  # move away from the near-identity initialisation
+        p.data.normal_(0, 0.5)
+    z = torch.randn(4, 3, dtype=torch.float64)
+    x = f.inverse(z)
+    z2, logdet = f(x)
+    assert torch.allclose(z2, z, atol=1e-10)
+    for i in range(len(x)):
+        J = torch.autograd.functional.jacobian(lambda v: f(v[None])[0][0], x[i])
+        assert float(logdet[i].detach()) == pytest.approx(float(torch.linalg.slogdet(J.detach())[1]), abs=1e-8)
+
+
+def test_invalid_inputs_raise():
+    fam, real = _gauss_real()
+    with pytest.raises(ValueError, match="n must be"):
+        iterate_mle(fam, real, 1, 3)
+    with pytest.raises(ValueError, match="scheme must be one of"):
+        iterate_mle(fam, real, 5, 3, scheme="discard")
+    with pytest.raises(ValueError, match="scheme must be one of"):
+        gaussian_replications([0.0], [[1.0]], 5, 3, 2, scheme="mix")
+    with pytest.raises(ValueError, match="n must be"):
+        gaussian_replications([0.0], [[1.0]], 1, 3, 2)
+    with pytest.raises(ValueError, match="T must be"):
+        iterate_mle(fam, real, 5, 0)
+    with pytest.raises(ValueError, match="x must have shape"):
+        GaussianFamily().fit(torch.zeros(1, 2))
+    with pytest.raises(ValueError, match="x must lie in"):
+        NonSmoothFamily(5).fit(np.array([0.5, 2.5]))
+    with pytest.raises(ValueError, match="n must be"):
+        NonSmoothFamily(1)
+    with pytest.raises(ValueError, match="pool must have shape"):
+        gaussian_replications([0.0], [[1.0]], 5, 3, 2, pool=torch.zeros(4, 2))
