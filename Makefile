@@ -16,8 +16,13 @@ NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-sanitize-with $(SANITIZE)
 OFFLINE_OUT := _build/offline
 # One BLAS/torch thread per process: tiny models gain nothing from more, and nbval runs two
 # notebooks at once on two cores, where oversubscribed threads slow each other down tenfold.
-export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYDEVD_DISABLE_FILE_VALIDATION=1
+export OMP_NUM_THREADS := 1
+export MKL_NUM_THREADS := 1
+export OPENBLAS_NUM_THREADS := 1
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 .PHONY: help setup book book-offline book-instructor student-notebooks pdf test test-unit test-nb \
         test-book test-browser test-colab lint execute audit bench clean

@@ -84,6 +84,7 @@ def test_notebook_conventions(path):
         for o in c.get("outputs", []):
             text = "".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
             assert o.get("output_type") != "error", f"{path.name}: stored error output"
+            assert o.get("name") != "stderr", f"{path.name}: stderr in outputs: {text[:200]}"
             assert not re.search(r"(/root/|/work/|/tmp/|/home/|site-packages)", text), f"{path.name}: absolute path in outputs"
             assert not re.search(r"\w*Warning:", text), f"{path.name}: warning in outputs: {text[:200]}"
             assert "GPU available" not in text and "LOCAL_RANK" not in text, f"{path.name}: Lightning banner"

@@ -1,0 +1,134 @@
+"""Tests for neurips25.contaminated_moe (softmax-contaminated MoE, Yan et al., NeurIPS 2025)."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from neurips25 import contaminated_moe as cm
+
+
+def _setting(name="distinguishable", n=1000):
+    return cm.paper_setting(name, n, d=8)
+
+
+@pytest.mark.parametrize("name", cm.SETTINGS)
+def test_density_integrates_to_one(name):
+    expert, theta = _setting(name)
+    x = torch.randn(5, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    yg = torch.linspace(-2, 2, 40_001, dtype=torch.float64)
+    logp = cm.log_density(yg.expand(5, -1), x[:, None, :].expand(5, len(yg), 8), theta, expert)
+    mass = torch.trapezoid(logp.exp(), yg, dim=-1)
+    assert torch.allclose(mass, torch.ones(5, dtype=torch.float64), atol=1e-6)
+
+
+@pytest.mark.parametrize("family", cm.FAMILIES)
+def test_sampler_matches_density_moments(family):
+    expert, theta = cm.paper_setting("nondist_eta", 1000, f0_family=family)
+    x, y = cm.sample(100_000, theta, expert, torch.Generator().manual_seed(1))
+    g = cm.unpack(theta)
+    w = torch.sigmoid(x @ g["beta"] + g["tau"])
+    m0, m1 = expert.mean(x), torch.tanh(x @ g["eta"])
+    mean = (1 - w) * m0 + w * m1  # E[Y|X] and E[Y²|X] of eq. (1)
+    second = (1 - w) * (m0 ** 2 + expert.nu0) + w * (m1 ** 2 + g["nu"])
+    assert abs((y - mean).mean()) < 4 * math.sqrt(g["nu"].item() + 0.05) / math.sqrt(1e5)
+    assert abs((y ** 2 - second).mean()) < 5e-3
+    # the gate: the fraction of draws near the prompt's curve matches E[w]
+    near_prompt = ((y - m1).abs() < 0.1) & ((y - m0).abs() > 0.3)
+    expected = (w * ((m1 - m0).abs() > 0.3)).mean()
+    assert abs(near_prompt.double().mean() - expected) < 0.01
+
+
+def test_local_derivatives_match_autograd_and_finite_differences():
+    expert, theta = _setting("distinguishable")
+    gen = torch.Generator().manual_seed(2)
+    x, y = cm.sample(60, theta.expand(2, -1), expert, gen)
+    th = theta + 0.1 * torch.randn(2, theta.numel(), generator=gen, dtype=torch.float64)
+    loss, grad, hess = cm.nll_grad_hess(th, x, y, expert)
+
+    def f(t):
+        return cm.neg_log_likelihood(t, x[0], y[0], expert)
+
+    assert torch.allclose(loss[0], f(th[0]))
+    gf = torch.func.grad(f)
+    assert torch.allclose(grad[0], gf(th[0]), atol=1e-10)
+    eps = 1e-6
+    fd = torch.stack([(gf(th[0] + eps * e) - gf(th[0] - eps * e)) / (2 * eps)
+                      for e in torch.eye(th.shape[1], dtype=torch.float64)])
+    assert torch.allclose(hess[0], fd, rtol=1e-5, atol=1e-4)
+    assert torch.allclose(hess, hess.transpose(-1, -2))
+
+
+def test_newton_mle_recovers_parameters_on_large_sample():
+    expert, theta = _setting("distinguishable")
+    gen = torch.Generator().manual_seed(3)
+    x, y = cm.sample(20_000, theta.expand(2, -1), expert, gen)
+    start = theta + 0.05 * torch.randn(2, theta.numel(), generator=gen, dtype=torch.float64)
+    theta_hat, done = cm.fit_mle(x, y, expert, start)
+    assert bool(done.all())
+    err = cm.parameter_errors(theta_hat, theta)
+    assert float(err["beta"].max()) < 0.15 and float(err["exp_tau"].max()) < 0.15
+    assert float(err["eta"].max()) < 0.01 and float(err["nu"].max()) < 1e-4
+    # a stationary point: the MLE beats the truth on its own sample
+    assert bool((cm.neg_log_likelihood(theta_hat, x, y, expert)
+                 <= cm.neg_log_likelihood(theta.expand(2, -1), x, y, expert)).all())
+    hell = cm.hellinger_error(theta_hat, theta, expert, n_x=50)
+    assert float(hell.max()) < 0.03
+
+
+def test_lightning_module_agrees_with_newton():
+    expert, theta = _setting("distinguishable")
+    gen = torch.Generator().manual_seed(4)
+    x, y = cm.sample(3000, theta, expert, gen)
+    start = theta + 0.05 * torch.randn(theta.shape, generator=gen, dtype=torch.float64)
+    th_l = cm.fit_with_lightning(x, y, expert, start, epochs=6)
+    th_n, done = cm.fit_mle(x[None], y[None], expert, start[None])
+    assert bool(done.all())
+    nll_l = cm.neg_log_likelihood(th_l, x, y, expert)
+    nll_n = cm.neg_log_likelihood(th_n[0], x, y, expert)
+    assert float(nll_l - nll_n) < 1e-7
+    assert float((th_l - th_n[0]).abs().max()) < 5e-3
+    model = cm.ContaminatedMoEMLE("laplace", [1.0] + [0.0] * 7, 1e-3, start.tolist())
+    assert model.hparams.family == "laplace" and model.theta.dtype == torch.float64
+
+
+def test_distinguishability_rank_test():
+    assert cm.is_distinguishable("laplace")
+    assert not cm.is_distinguishable("gaussian")
+    rank, sv = cm.distinguishability_rank("gaussian", 0.0, 1.0, 0.0, 1.0)
+    assert rank == 3 and sv[-1] < 1e-10  # f0 = f
+    rank, _ = cm.distinguishability_rank("gaussian", 0.5, 1.0, 0.0, 1.0)
+    assert rank == 4  # away from f0 a Gaussian prompt is fine
+
+
+def test_fit_slope_recovers_known_slope():
+    ns = np.geomspace(1e3, 1e5, 8)
+    rng = np.random.default_rng(0)
+    errs = 3 * ns[:, None] ** -0.5 * np.exp(0.02 * rng.standard_normal((8, 5)))
+    out = cm.fit_slope(ns, errs)
+    assert out["lo"] < -0.5 < out["hi"] and abs(out["slope"] + 0.5) < 0.03
+
+
+def test_invalid_inputs_raise():
+    e1 = torch.zeros(8, dtype=torch.float64)
+    with pytest.raises(ValueError, match="nu0"):
+        cm.PretrainedExpert("gaussian", e1, 0.0)
+    with pytest.raises(ValueError, match="family"):
+        cm.PretrainedExpert("cauchy", e1, 1e-3)
+    with pytest.raises(ValueError, match="nu"):
+        cm.pack(e1, 1.0, e1, -1.0)
+    expert, theta = _setting()
+    with pytest.raises(ValueError, match="theta"):
+        cm.log_density(torch.zeros(4), torch.zeros(4, 8), theta[:-1], expert)
+    with pytest.raises(ValueError, match="x must have shape"):
+        cm.log_density(torch.zeros(4), torch.zeros(4, 3), theta, expert)
+    with pytest.raises(ValueError, match="y must have shape"):
+        cm.log_density(torch.zeros(5), torch.zeros(4, 8), theta, expert)
+    with pytest.raises(TypeError, match="theta"):
+        cm.sample(10, [0.0] * 18, expert)
+    with pytest.raises(ValueError, match="n must be"):
+        cm.sample(0, theta, expert)
+    with pytest.raises(ValueError, match="setting"):
+        cm.rate_experiment("bogus", [100], 2)
+    with pytest.raises(ValueError, match="sample sizes"):
+        cm.fit_slope([1, 2], [1, 2])
