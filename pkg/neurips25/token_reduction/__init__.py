@@ -1,0 +1,56 @@
+"""Frequency-aware token reduction for Vision Transformers (Lee, Hur, Choi, Yu & Kim, NeurIPS 2025).
+
+A tiny ViT with pluggable per-layer token reducers. Every reducer is written as one row-stochastic
+matrix ``M`` (Sec. 3, "pruning and merging are ``MX``"): row ``r`` of ``M`` says which old tokens
+new token ``r`` averages. Tracking a 0/1 *source* matrix beside it keeps every token's original
+patch positions and size (how many patches it stands for), which local DC windows, ToMe's
+proportional attention and the diagnostics all need.
+
+Methods (``METHODS``):
+
+* ``"ours"``     -- score tokens by the high-pass attention ``A^HP = A - (1/n) 1 1^T`` (column sums
+  over queries and heads, Sec. 3.2), keep the top (high-frequency, HF) tokens and average the
+  low-frequency (LF) rest into one DC token per ``window x window`` spatial window, updated
+  recursively at later reduction layers;
+* ``"keep_lf"``  -- the same partition, but keep the LF tokens and aggregate the HF ones (ablation);
+* ``"evit"``     -- EViT: keep the tokens the CLS token attends to most, fuse the rest into one token;
+* ``"tome"``     -- ToMe: bipartite soft matching on the keys, size-weighted merging, proportional
+  attention;
+* ``"random"``   -- keep a random subset.
+
+The code lives in submodules -- ``core`` (frequency tools, bookkeeping, reducers), ``vit`` (the
+tiny ViT), ``diagnostics``, ``training`` (Lightning) and ``experiment`` -- and is re-exported here.
+"""
+from .core import (
+    METHODS,
+    ReductionPlan,
+    TokenState,
+    apply_reduction,
+    hf_energy,
+    hf_scores,
+    high_pass,
+    reduce_evit,
+    reduce_ours,
+    reduce_random,
+    reduce_tome,
+    window_ids,
+)
+from .diagnostics import (
+    dc_cosine_stats,
+    evaluate,
+    hf_energy_per_layer,
+    hf_lf_partition,
+    measure_macs,
+    measure_throughput,
+)
+from .experiment import VARIANTS, main, run_experiment, single_thread
+from .training import ReducedFineTuner, ViTClassifier, digits_loaders, fine_tune, train_tiny_vit
+from .vit import Attention, LayerTrace, TinyViT
+
+__all__ = [
+    "METHODS", "ReductionPlan", "TokenState", "TinyViT", "Attention", "LayerTrace", "ViTClassifier",
+    "ReducedFineTuner", "high_pass", "hf_energy", "hf_scores", "window_ids", "reduce_ours", "reduce_evit",
+    "reduce_tome", "reduce_random", "apply_reduction", "evaluate", "dc_cosine_stats", "hf_lf_partition",
+    "hf_energy_per_layer", "measure_macs", "measure_throughput", "digits_loaders", "train_tiny_vit",
+    "fine_tune", "VARIANTS", "single_thread", "run_experiment", "main",
+]

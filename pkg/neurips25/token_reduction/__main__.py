@@ -1,0 +1,4 @@
+"""``python -m neurips25.token_reduction``: the experiment over seeds (see ``experiment.main``)."""
+from .experiment import main
+
+main()

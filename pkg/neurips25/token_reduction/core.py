@@ -1,0 +1,240 @@
+"""Frequency tools, token bookkeeping and the five reducers (each returns a source matrix ``C``)."""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+
+METHODS = ("ours", "keep_lf", "evit", "tome", "random")
+
+
+# --- frequency tools ------------------------------------------------------------------------------
+
+def high_pass(X: torch.Tensor, weight: torch.Tensor | None = None) -> torch.Tensor:
+    """``H_f[X] = (I - (1/n) 1 1^T) X`` over the token axis (-2); with ``weight`` (..., n) a weighted
+    mean is removed instead and zero-weight (empty) tokens are zeroed."""
+    if X.ndim < 2:
+        raise ValueError(f"X must have shape (..., n, d), got {tuple(X.shape)}")
+    if weight is None:
+        return X - X.mean(-2, keepdim=True)
+    w = weight.unsqueeze(-1).to(X.dtype)
+    mu = (w * X).sum(-2, keepdim=True) / w.sum(-2, keepdim=True).clamp_min(1e-12)
+    return (X - mu) * (w > 0)
+
+
+def hf_energy(X: torch.Tensor, valid: torch.Tensor | None = None, relative: bool = True) -> torch.Tensor:
+    """``||H_f[X]||_F`` per sample (or ``/ ||X||_F`` when ``relative``) over the ``valid`` tokens."""
+    m = torch.ones(X.shape[:-1], dtype=X.dtype) if valid is None else valid.to(X.dtype)
+    hf = high_pass(X, m).flatten(-2).norm(dim=-1)
+    return hf / (X * m.unsqueeze(-1)).flatten(-2).norm(dim=-1).clamp_min(1e-12) if relative else hf
+
+
+# --- token bookkeeping ----------------------------------------------------------------------------
+
+@dataclass
+class TokenState:
+    """What each current token stands for. ``src`` (B, n, 1+N) counts the original tokens (column 0
+    = CLS, then the N patches in raster order) merged into it; ``is_dc`` (B, n) marks DC tokens."""
+
+    src: torch.Tensor
+    is_dc: torch.Tensor
+
+    @classmethod
+    def initial(cls, batch: int, n_patches: int, device=None) -> TokenState:
+        eye = torch.eye(1 + n_patches, device=device).expand(batch, -1, -1).clone()
+        return cls(eye, torch.zeros(batch, 1 + n_patches, dtype=torch.bool, device=device))
+
+    @property
+    def size(self) -> torch.Tensor:
+        return self.src.sum(-1)
+
+    @property
+    def valid(self) -> torch.Tensor:
+        return self.size > 0
+
+
+def window_ids(state: TokenState, grid: int, window: int) -> torch.Tensor:
+    """Spatial window (0..window²-1, raster order) of each token's patch centroid; -1 for CLS/empty."""
+    if grid % window:
+        raise ValueError(f"window must divide the patch grid side {grid}, got {window}")
+    idx = torch.arange(grid * grid, device=state.src.device)
+    cell = (idx // grid) * window // grid * window + (idx % grid) * window // grid  # window of each patch
+    patch = state.src[..., 1:]
+    cen = (patch * cell.to(patch.dtype)).sum(-1) / patch.sum(-1).clamp_min(1e-12)
+    wid = cen.round().long()
+    return torch.where(patch.sum(-1) > 0, wid, torch.full_like(wid, -1))
+
+
+@dataclass(frozen=True)
+class ReductionPlan:
+    """Which reducer runs after the attention of which blocks. ``keep_ratio`` is the fraction of the
+    non-CLS tokens (DC and fused tokens included) kept at each reduction layer, so all methods run on
+    equal token budgets. ``score``: ``"abs"`` sums ``|A^HP|``, ``"signed"`` sums ``A^HP`` (the paper is
+    ambiguous). ``proportional``: add ``log(size)`` to the attention logits (ToMe's default).
+    ``reweight``: apply the learnable per-head ``omega1, omega2`` of Eq. (attention re-weighting)."""
+
+    method: str = "ours"
+    keep_ratio: float = 0.5
+    layers: tuple[int, ...] = (1, 2, 3)
+    window: int = 1
+    score: str = "abs"
+    proportional: bool | None = None
+    reweight: bool = False
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if isinstance(self.keep_ratio, bool) or not isinstance(self.keep_ratio, (int, float)) \
+                or not 0.0 < self.keep_ratio <= 1.0:
+            raise ValueError(f"keep_ratio must be a float in (0, 1], got {self.keep_ratio!r}")
+        if not isinstance(self.window, int) or self.window < 1:
+            raise ValueError(f"window must be a positive int, got {self.window!r}")
+        if self.score not in ("abs", "signed"):
+            raise ValueError(f"score must be 'abs' or 'signed', got {self.score!r}")
+        layers = tuple(self.layers)
+        if any(not isinstance(i, int) or i < 0 for i in layers) or len(set(layers)) != len(layers):
+            raise ValueError(f"layers must be distinct non-negative ints, got {self.layers!r}")
+        object.__setattr__(self, "layers", layers)
+        if self.proportional is None:
+            object.__setattr__(self, "proportional", self.method == "tome")
+
+    def n_keep(self, n_tokens: int) -> int:
+        """Tokens kept (besides CLS) out of ``n_tokens`` non-CLS tokens."""
+        return max(1, min(n_tokens, round(self.keep_ratio * n_tokens)))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# --- the reducers: each returns the source matrix C (B, n', n) of the new tokens ---------------------
+
+def hf_scores(attn: torch.Tensor, state: TokenState, score: str = "abs") -> torch.Tensor:
+    """Per-token HF score ``sum_h sum_q f(A^HP_{q,k})`` with ``A^HP = A - A^LP``, ``A^LP = (1/n) 1 1^T``
+    over the ``n`` valid keys (Sec. 3.2); ``f = |.|`` or identity. ``attn``: (B, H, n, n)."""
+    if attn.ndim != 4 or attn.shape[-1] != attn.shape[-2]:
+        raise ValueError(f"attn must have shape (B, H, n, n), got {tuple(attn.shape)}")
+    valid = state.valid.to(attn.dtype)
+    a_lp = valid / valid.sum(-1, keepdim=True)                    # each row of A^LP, (B, n)
+    a_hp = (attn - a_lp[:, None, None, :]) * valid[:, None, None, :]
+    a_hp = a_hp.abs() if score == "abs" else a_hp
+    return (a_hp * valid[:, None, :, None]).sum((1, 2))          # sum over heads and valid queries
+
+
+def _rows(B: int, n_new: int, n: int, like: torch.Tensor) -> torch.Tensor:
+    return torch.zeros(B, n_new, n, dtype=like.dtype, device=like.device)
+
+
+def reduce_ours(attn, state, n_keep, grid, window=1, score="abs", keep_high=True):
+    """HF tokens kept, LF tokens averaged into ``window²`` DC tokens (recursively with earlier DC tokens).
+
+    Layout of the output: ``[CLS, n_keep - window² kept tokens, DC_0 .. DC_{window²-1}]``. A DC token
+    of a window without LF tokens is empty (size 0) and masked out of attention."""
+    B, n = state.is_dc.shape
+    n_dc = window * window
+    had_dc = bool(state.is_dc.any())
+    if had_dc and int(state.is_dc[0].sum()) != n_dc:
+        raise ValueError(f"window={window} does not match the {int(state.is_dc[0].sum())} DC tokens present")
+    n_sel = n_keep - n_dc
+    cand = ~state.is_dc
+    cand[:, 0] = False
+    if n_sel < 1 or n_sel > int(cand[0].sum()):
+        raise ValueError(f"keep budget {n_keep} must exceed the {n_dc} DC tokens of window={window} "
+                         f"and leave at most the {int(cand[0].sum())} candidates; raise keep_ratio")
+    s = hf_scores(attn, state, score)
+    s = s if keep_high else -s
+    s = s.masked_fill(~cand, -math.inf)
+    keep = s.topk(n_sel, dim=-1).indices.sort(-1).values          # raster order, deterministic
+    C = _rows(B, 1 + n_keep, n, attn)
+    b = torch.arange(B, device=attn.device)[:, None]
+    C[:, 0, 0] = 1.0
+    C[b, torch.arange(1, 1 + n_sel)[None], keep] = 1.0
+    lf = cand.clone()
+    lf[b, keep] = False
+    wid = window_ids(state, grid, window)
+    onehot = F.one_hot(wid.clamp_min(0), n_dc).to(attn.dtype) * lf[..., None]   # (B, n, n_dc)
+    C[:, 1 + n_sel:, :] = onehot.transpose(1, 2)
+    if had_dc:  # recursive update: DC_j <- size-weighted mean of (old DC_j, new LF tokens of window j)
+        C[:, 1 + n_sel:, n - n_dc:] += torch.eye(n_dc, dtype=attn.dtype, device=attn.device)
+    is_dc = torch.zeros(B, 1 + n_keep, dtype=torch.bool, device=attn.device)
+    is_dc[:, 1 + n_sel:] = True
+    return C, is_dc
+
+
+def reduce_evit(attn, state, n_keep):
+    """EViT: keep the ``n_keep - 1`` tokens with the highest CLS attention (mean over heads); fuse the
+    rest into one token, weighted by that attention. Returns (C, W) -- W holds the fusion weights."""
+    B, n = state.is_dc.shape
+    if n_keep < 2 or n_keep - 1 > n - 2:
+        raise ValueError(f"EViT needs 2 <= n_keep <= {n - 1} (one slot is the fused token), got {n_keep}")
+    cls_attn = attn[:, :, 0, :].mean(1).masked_fill(~state.valid, 0.0)
+    cls_attn[:, 0] = -math.inf
+    keep = cls_attn.topk(n_keep - 1, dim=-1).indices.sort(-1).values
+    b = torch.arange(B, device=attn.device)[:, None]
+    C = _rows(B, 1 + n_keep, n, attn)
+    C[:, 0, 0] = 1.0
+    C[b, torch.arange(1, n_keep)[None], keep] = 1.0
+    rest = torch.ones(B, n, dtype=torch.bool, device=attn.device)
+    rest[:, 0] = False
+    rest[b, keep] = False
+    C[:, -1, :] = rest.to(attn.dtype)
+    W = C.clone()
+    W[:, -1, :] = rest * cls_attn.clamp_min(0.0) + 1e-12 * rest   # attention-weighted fused token
+    return C, W
+
+
+def reduce_tome(keys, state, n_keep):
+    """ToMe bipartite soft matching (Bolya et al. 2023) on the keys (B, n, d), repeated until ``n_keep``
+    non-CLS tokens remain; CLS is protected. Returns the source matrix C; merging is size-weighted."""
+    B, n = state.is_dc.shape
+    if n_keep > n - 1:
+        raise ValueError(f"n_keep must be <= {n - 1}, got {n_keep}")
+    size = state.size
+    C = torch.eye(n, dtype=keys.dtype, device=keys.device).expand(B, -1, -1)
+    bb = torch.arange(B, device=keys.device)[:, None]
+    while C.shape[1] - 1 > n_keep:
+        m = C.shape[1]
+        a_idx, b_idx = torch.arange(1, m, 2), torch.arange(2, m, 2)   # alternate split, CLS left out
+        r = min(m - 1 - n_keep, len(a_idx))
+        W = C * size[:, None, :]
+        metric = F.normalize((W @ keys) / W.sum(-1, keepdim=True).clamp_min(1e-12), dim=-1)
+        best, match = (metric[:, a_idx] @ metric[:, b_idx].transpose(1, 2)).max(-1)  # (B, |A|)
+        order = best.sort(dim=-1, descending=True, stable=True).indices
+        merged, kept_a = order[:, :r], order[:, r:].sort(-1).values
+        n_ka = kept_a.shape[1]
+        step = _rows(B, m - r, m, keys)
+        step[:, 0, 0] = 1.0
+        step[bb, torch.arange(1, 1 + n_ka)[None], a_idx[kept_a]] = 1.0
+        step[:, 1 + n_ka:, b_idx] = torch.eye(len(b_idx), dtype=keys.dtype, device=keys.device)
+        step[bb, 1 + n_ka + match.gather(1, merged), a_idx[merged]] = 1.0   # A token -> its best B
+        C = step @ C
+    return C
+
+
+def reduce_random(state, n_keep, generator):
+    """Keep ``n_keep`` uniformly random non-CLS tokens (drop the rest)."""
+    B, n = state.is_dc.shape
+    if n_keep > n - 1:
+        raise ValueError(f"n_keep must be <= {n - 1}, got {n_keep}")
+    noise = torch.rand(B, n, generator=generator).to(state.src.device)
+    noise = noise.masked_fill(~state.valid, -1.0)
+    noise[:, 0] = -math.inf
+    keep = noise.topk(n_keep, dim=-1).indices.sort(-1).values
+    C = _rows(B, 1 + n_keep, n, state.src)
+    C[:, 0, 0] = 1.0
+    C[torch.arange(B)[:, None], torch.arange(1, 1 + n_keep)[None], keep] = 1.0
+    return C
+
+
+def apply_reduction(x: torch.Tensor, state: TokenState, C: torch.Tensor, is_dc: torch.Tensor | None = None,
+                    W: torch.Tensor | None = None) -> tuple[torch.Tensor, TokenState]:
+    """``X' = M X`` with ``M`` the row-normalised ``W`` (default: ``C`` weighted by token sizes, i.e.
+    a size-weighted average), and the new sources ``C @ src``. Every column of ``C`` sums to <= 1
+    (each old token goes to at most one new token) -- the condition of Prop. 3.1."""
+    W = C * state.size[:, None, :] if W is None else W
+    M = W / W.sum(-1, keepdim=True).clamp_min(1e-12)
+    if is_dc is None:
+        is_dc = torch.zeros(C.shape[:2], dtype=torch.bool, device=C.device)
+    return M @ x, TokenState(C @ state.src, is_dc)

@@ -1,0 +1,125 @@
+"""Accuracy, frequency diagnostics (HF energy, DC cosines, HF/LF maps), MACs and throughput."""
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+import torch.nn.functional as F
+
+from .core import (
+    ReductionPlan,
+    hf_energy,
+    hf_scores,
+    window_ids,
+)
+from .vit import TinyViT
+
+# --- evaluation and diagnostics ---------------------------------------------------------------------
+
+@torch.no_grad()
+def evaluate(model: TinyViT, X: torch.Tensor, y: torch.Tensor, plan: ReductionPlan | None = None) -> float:
+    """Top-1 accuracy of ``model`` (run with ``plan``) on ``(X, y)``."""
+    if len(X) != len(y) or len(y) == 0:
+        raise ValueError(f"X and y must be non-empty and equally long, got {len(X)} and {len(y)}")
+    model.eval()
+    return float((model(X, plan).argmax(-1) == y).float().mean())
+
+
+def _partition(attn, state, n_keep, score="abs"):
+    """Boolean (B, n) masks of the HF tokens (top ``n_keep`` scores) and LF tokens among the patches."""
+    cand = ~state.is_dc & state.valid
+    cand[:, 0] = False
+    s = hf_scores(attn, state, score).masked_fill(~cand, -math.inf)
+    hf = torch.zeros_like(cand)
+    hf.scatter_(1, s.topk(n_keep, -1).indices, True)
+    return hf & cand, ~hf & cand
+
+
+@torch.no_grad()
+def dc_cosine_stats(model: TinyViT, X: torch.Tensor, keep_ratio: float = 0.5, score: str = "abs",
+                    control: bool = False, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Fig. 2b analogue on the unreduced model: per block, the mean cosine similarity of the LF tokens
+    and of the HF tokens to the DC token (the mean of the LF tokens), partitioned by ``hf_scores``.
+    ``control=True`` partitions at random into groups of the same sizes instead (a DC token is the
+    mean of its group, so some closeness is automatic; the control measures how much)."""
+    ReductionPlan(keep_ratio=keep_ratio, score=score)  # validates
+    model.eval()
+    _, traces = model(X, trace=True)
+    g = torch.Generator().manual_seed(seed)
+    out = {"lf": [], "hf": []}
+    for t in traces:
+        n_keep = ReductionPlan(keep_ratio=keep_ratio).n_keep(t.x_attn.shape[1] - 1)
+        if control:
+            attn = torch.rand(t.attn.shape, generator=g)
+            hf, lf = _partition(attn, t.state_in, n_keep, "signed")
+        else:
+            hf, lf = _partition(t.attn, t.state_in, n_keep, score)
+        x = t.x_attn
+        dc = (x * lf[..., None]).sum(1, keepdim=True) / lf.sum(1, keepdim=True)[..., None]
+        cos = F.cosine_similarity(x, dc, dim=-1)
+        out["lf"].append(((cos * lf).sum(1) / lf.sum(1)).mean())
+        out["hf"].append(((cos * hf).sum(1) / hf.sum(1)).mean())
+    return {k: torch.stack(v) for k, v in out.items()}
+
+
+@torch.no_grad()
+def hf_lf_partition(model: TinyViT, image: torch.Tensor, layer: int, keep_ratio: float = 0.5,
+                    window: int = 1, score: str = "abs") -> dict[str, torch.Tensor]:
+    """Which patches block ``layer`` of the unreduced model calls HF (kept) or LF (sent to a DC token),
+    as ``(grid, grid)`` maps: ``hf`` (bool) and ``window`` (the DC window of each patch)."""
+    if not 0 <= layer < model.depth:
+        raise ValueError(f"layer must be in [0, {model.depth}), got {layer}")
+    plan = ReductionPlan(keep_ratio=keep_ratio, window=window, score=score)
+    model.eval()
+    _, traces = model(image.reshape(1, -1), trace=True)
+    t = traces[layer]
+    n_sel = plan.n_keep(model.n_patches) - window * window
+    if n_sel < 1:
+        raise ValueError(f"keep_ratio={keep_ratio} leaves no HF token beside {window * window} DC tokens")
+    hf, _ = _partition(t.attn, t.state_in, n_sel, score)
+    g = model.grid
+    return {"hf": hf[0, 1:].reshape(g, g), "window": window_ids(t.state_in, g, window)[0, 1:].reshape(g, g),
+            "score": hf_scores(t.attn, t.state_in, score)[0, 1:].reshape(g, g)}
+
+
+@torch.no_grad()
+def hf_energy_per_layer(model: TinyViT, X: torch.Tensor, plan: ReductionPlan | None = None) -> torch.Tensor:
+    """Mean relative high-frequency energy ``||H_f[X_l]||_F / ||X_l||_F`` of each block's output tokens
+    (the valid ones) -- the rank-collapse curve (Sec. 3.1)."""
+    model.eval()
+    _, traces = model(X, plan, trace=True)
+    return torch.stack([hf_energy(t.x_out, t.state_out.valid).mean() for t in traces])
+
+
+@torch.no_grad()
+def measure_macs(model: TinyViT, plan: ReductionPlan | None = None) -> float:
+    """Multiply-accumulates of one forward pass of one image, counted by
+    ``torch.utils.flop_counter.FlopCounterMode`` (matmuls and convolutions; MACs = FLOPs / 2).
+    The reducers' own matrix products are counted too."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model.eval()
+    x = torch.zeros(1, model.in_chans, model.image_size, model.image_size,
+                    device=next(model.parameters()).device)
+    with FlopCounterMode(display=False) as fc:
+        model(x, plan)
+    return fc.get_total_flops() / 2
+
+
+@torch.no_grad()
+def measure_throughput(model: TinyViT, X: torch.Tensor, plan: ReductionPlan | None = None,
+                       repeats: int = 5) -> float:
+    """Images per second of ``model(X, plan)`` (best of ``repeats`` timed passes after one warm-up)."""
+    if not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a positive int, got {repeats!r}")
+    model.eval()
+    model(X, plan)
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        model(X, plan)
+        if X.is_cuda:
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - t0)
+    return len(X) / best

@@ -1,0 +1,97 @@
+"""The chapter's experiment: live for one seed in the notebook, over seeds by the CLI."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+
+from .core import (
+    ReductionPlan,
+)
+from .diagnostics import dc_cosine_stats, evaluate, hf_energy_per_layer, measure_macs
+from .training import fine_tune, train_tiny_vit
+
+# --- the chapter's experiment (live in the notebook for one seed; over seeds by the CLI) --------------
+
+#: label -> plan arguments of the compared reducers (besides keep_ratio and layers)
+VARIANTS = {
+    "ours": dict(method="ours"), "ours (signed)": dict(method="ours", score="signed"),
+    "ours (w=2)": dict(method="ours", window=2), "EViT": dict(method="evit"), "ToMe": dict(method="tome"),
+    "random": dict(method="random"), "keep LF": dict(method="keep_lf"),
+}
+
+
+@contextmanager
+def single_thread():
+    """Run torch on one CPU thread inside the block (restored afterwards). Float results depend on
+    the thread count (reduction order), and the stored outputs must not; matrices this small gain
+    nothing from more threads."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
+
+
+def run_experiment(seed: int = 0, epochs: int = 7, ft_epochs: int = 2, layers=(1, 2, 3),
+                   keep_ratios=(0.5, 0.7, 0.85), ft_keep: float = 0.5,
+                   ft_variants=("ours", "ToMe", "EViT", "keep LF")) -> dict:
+    """Train the tiny ViT, then: training-free accuracy and MACs of every variant per keep ratio,
+    LF/HF-to-DC cosines (with a random-partition control), HF energy per layer, and accuracy after
+    ``ft_epochs`` of fine-tuning with self-distillation (``omega1, omega2`` for ours and keep-LF).
+    Runs on one CPU thread (see :func:`single_thread`) so that its numbers do not depend on the machine's
+    thread count."""
+    with single_thread():
+        return _run_experiment(seed, epochs, ft_epochs, layers, keep_ratios, ft_keep, ft_variants)
+
+
+def _run_experiment(seed, epochs, ft_epochs, layers, keep_ratios, ft_keep, ft_variants):
+    model, splits = train_tiny_vit(seed, epochs)
+    X, y = splits["test"]
+    out: dict = {"seed": seed, "acc_full": evaluate(model, X, y), "macs_full": measure_macs(model),
+                 "acc": {}, "macs": {}, "finetuned": {}, "hf_energy": {}}
+    for kr in keep_ratios:
+        for name, kw in VARIANTS.items():
+            try:
+                plan = ReductionPlan(keep_ratio=kr, layers=tuple(layers), **kw)
+                acc = evaluate(model, X, y, plan)
+            except ValueError:      # e.g. too few tokens for 4 DC windows
+                continue
+            out["acc"].setdefault(name, {})[str(kr)] = acc
+            out["macs"].setdefault(name, {})[str(kr)] = measure_macs(model, plan)
+    out["hf_energy"]["no reduction"] = hf_energy_per_layer(model, X).tolist()
+    for name in ("ours", "EViT", "ToMe", "random", "keep LF"):
+        plan = ReductionPlan(keep_ratio=ft_keep, layers=tuple(layers), **VARIANTS[name])
+        out["hf_energy"][name] = hf_energy_per_layer(model, X, plan).tolist()
+    cos, ctl = dc_cosine_stats(model, X), dc_cosine_stats(model, X, control=True, seed=seed)
+    out["cosine"] = {"lf": cos["lf"].tolist(), "hf": cos["hf"].tolist(),
+                     "control_lf": ctl["lf"].tolist(), "control_hf": ctl["hf"].tolist()}
+    for name in ft_variants:
+        kw = dict(VARIANTS[name])
+        plan = ReductionPlan(keep_ratio=ft_keep, layers=tuple(layers), reweight=kw["method"] in ("ours", "keep_lf"),
+                             **kw)
+        out["finetuned"][name] = evaluate(fine_tune(model, plan, ft_epochs, seed), X, y, plan)
+    out["model"] = model
+    return out
+
+
+def main(argv=None) -> None:
+    """``python -m neurips25.token_reduction [--seeds 0 1 2]``: the experiment over seeds, stored in
+    ``notebooks/results/token_reduction.json``."""
+    import argparse
+
+    from ..results import save_results
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    args = ap.parse_args(argv)
+    runs = []
+    for s in args.seeds:
+        r = run_experiment(s)
+        r.pop("model")
+        runs.append(r)
+        print(f"seed {s}: full {r['acc_full']:.3f}", {k: round(v["0.5"], 3) for k, v in r["acc"].items()
+                                                         if "0.5" in v}, r["finetuned"], flush=True)
+    save_results("token_reduction", {"runs": runs}, "python -m neurips25.token_reduction --seeds "
+                 + " ".join(map(str, args.seeds)), seed=args.seeds[0])

@@ -1,0 +1,178 @@
+"""Tests for neurips25.token_reduction (frequency-aware token reduction)."""
+import pytest
+import torch
+
+from neurips25.runtime import seed_everything
+from neurips25.token_reduction import (
+    METHODS,
+    ReductionPlan,
+    TinyViT,
+    TokenState,
+    apply_reduction,
+    dc_cosine_stats,
+    evaluate,
+    fine_tune,
+    hf_energy,
+    hf_energy_per_layer,
+    hf_lf_partition,
+    high_pass,
+    measure_macs,
+    reduce_evit,
+    reduce_ours,
+    reduce_random,
+    reduce_tome,
+    single_thread,
+    train_tiny_vit,
+)
+
+
+@pytest.fixture(scope="module")
+def model():
+    seed_everything(0)
+    return TinyViT(dim=32, depth=4, heads=4).eval()
+
+
+@pytest.fixture(scope="module")
+def images():
+    g = torch.Generator().manual_seed(1)
+    return torch.rand(6, 64, generator=g)
+
+
+def _inputs(B=3, n_patches=16, d=8, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(B, 1 + n_patches, d, generator=g)
+    attn = torch.rand(B, 2, 1 + n_patches, 1 + n_patches, generator=g).softmax(-1)
+    return x, attn, TokenState.initial(B, n_patches)
+
+
+def _reduce(method, x, attn, state, n_keep, window=1):
+    if method in ("ours", "keep_lf"):
+        C, is_dc = reduce_ours(attn, state, n_keep, 4, window, keep_high=method == "ours")
+        return apply_reduction(x, state, C, is_dc)
+    if method == "evit":
+        C, W = reduce_evit(attn, state, n_keep)
+        return apply_reduction(x, state, C, W=W)
+    if method == "tome":
+        return apply_reduction(x, state, reduce_tome(x, state, n_keep))
+    return apply_reduction(x, state, reduce_random(state, n_keep, torch.Generator().manual_seed(0)))
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("n_keep", [3, 8, 12])
+def test_reducers_token_count_and_cls(method, n_keep):
+    x, attn, state = _inputs()
+    x2, s2 = _reduce(method, x, attn, state, n_keep)
+    assert x2.shape == (3, 1 + n_keep, 8)
+    assert torch.equal(x2[:, 0], x[:, 0])                   # CLS untouched and first
+    assert torch.equal(s2.src[:, 0], state.src[:, 0])
+    assert (s2.src.sum(1) <= 1 + 1e-6).all()               # each original token used at most once
+
+
+def test_tome_conserves_total_size():
+    x, attn, state = _inputs()
+    _, s2 = _reduce("tome", x, attn, state, 4)               # needs two matching rounds
+    assert torch.allclose(s2.size.sum(-1), torch.full((3,), 17.0))
+
+
+def test_dc_token_is_lf_mean():
+    x, attn, state = _inputs()
+    C, is_dc = reduce_ours(attn, state, 6, grid=4, window=1)
+    x2, s2 = apply_reduction(x, state, C, is_dc)
+    lf = C[:, -1, :].bool()
+    assert is_dc[:, -1].all() and not is_dc[:, :-1].any()
+    assert int(lf.sum(-1)[0]) == 16 - 5
+    for b in range(3):
+        assert torch.allclose(x2[b, -1], x[b, lf[b]].mean(0), atol=1e-6)
+    # second reduction: the DC token is updated recursively (size-weighted mean of all its tokens)
+    attn2 = torch.rand(3, 2, 7, 7).softmax(-1)
+    C2, d2 = reduce_ours(attn2, s2, 3, grid=4, window=1)
+    x3, s3 = apply_reduction(x2, s2, C2, d2)
+    members = (s3.src[:, -1, :] > 0)
+    for b in range(3):
+        assert torch.allclose(x3[b, -1], x[b, members[b]].mean(0), atol=1e-5)
+
+
+def test_local_windows_assign_by_position():
+    x, attn, state = _inputs(B=1)
+    C, is_dc = reduce_ours(attn, state, 8, grid=4, window=2)
+    assert int(is_dc.sum()) == 4
+    patch_rows = torch.arange(16) // 4
+    patch_cols = torch.arange(16) % 4
+    for j in range(4):
+        members = C[0, 5 + j, 1:].bool()
+        win = (patch_rows[members] // 2) * 2 + patch_cols[members] // 2
+        assert (win == j).all()
+
+
+def test_no_reduction_path_equals_plain_vit(model, images):
+    plain = model(images)
+    full = model(images, ReductionPlan("ours", keep_ratio=1.0, layers=(0, 1, 2), window=1))
+    # keep_ratio=1 with ours still forms an (empty) DC slot, so compare the identity plans below
+    assert full.shape == plain.shape
+    for method in ("evit", "tome", "random"):
+        out = model(images, ReductionPlan(method, keep_ratio=1.0, layers=(1,)))
+        assert torch.allclose(out, plain, atol=1e-5), method
+    rew = model(images, ReductionPlan("ours", keep_ratio=0.5, layers=(), reweight=True))
+    assert torch.allclose(rew, plain, atol=1e-5)            # omega = 0 leaves attention unchanged
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_prop31_hf_energy_never_increases(method):
+    for seed in range(5):
+        x, attn, state = _inputs(seed=seed)
+        before = hf_energy(x, relative=False)
+        x2, s2 = _reduce(method, x, attn, state, 6)
+        after = hf_energy(x2, s2.valid, relative=False)
+        assert (after <= before + 1e-5).all()
+
+
+def test_high_pass_removes_mean():
+    x = torch.randn(2, 5, 3)
+    assert torch.allclose(high_pass(x).mean(-2), torch.zeros(2, 3), atol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.1, 1.5, "0.5", True])
+def test_invalid_keep_ratio(bad):
+    with pytest.raises(ValueError, match="keep_ratio"):
+        ReductionPlan("ours", keep_ratio=bad)
+
+
+def test_invalid_plan_arguments(model, images):
+    with pytest.raises(ValueError, match="method"):
+        ReductionPlan("pool")
+    with pytest.raises(ValueError, match="score"):
+        ReductionPlan(score="square")
+    with pytest.raises(ValueError, match="layers"):
+        model(images, ReductionPlan(layers=(9,)))
+    with pytest.raises(ValueError, match="keep budget"):
+        model(images, ReductionPlan("ours", keep_ratio=0.2, window=2, layers=(0,)))
+    with pytest.raises(ValueError, match="window must divide"):
+        model(images, ReductionPlan("ours", keep_ratio=0.9, window=3, layers=(0,)))
+    with pytest.raises(ValueError, match="images"):
+        model(torch.zeros(2, 10))
+    with pytest.raises(ValueError, match="patch_size"):
+        TinyViT(image_size=8, patch_size=3)
+
+
+def test_diagnostics_shapes(model, images):
+    e = hf_energy_per_layer(model, images, ReductionPlan("tome", 0.5, (1, 2)))
+    assert e.shape == (4,) and ((e >= 0) & (e <= 1)).all()
+    cos = dc_cosine_stats(model, images)
+    assert cos["lf"].shape == (4,) and torch.isfinite(cos["hf"]).all()
+    part = hf_lf_partition(model, images[0], layer=1, keep_ratio=0.5, window=2)
+    assert part["hf"].shape == (4, 4) and int(part["hf"].sum()) == 4
+    assert measure_macs(model, ReductionPlan("ours", 0.5, (0,))) < measure_macs(model)
+
+
+def test_smoke_training_and_finetune():
+    with single_thread():   # a tiny model: one thread is faster on a busy machine and thread-count-independent
+        model, splits = train_tiny_vit(0, epochs=2, batch_size=32, dim=16, depth=2, heads=2, lr=3e-3)
+    Xte, yte = splits["test"]
+    assert len(yte) == 719
+    assert evaluate(model, Xte, yte) > 0.15   # above chance (0.1) after 2 tiny epochs
+    plan = ReductionPlan("ours", 0.5, (0,), reweight=True)
+    with single_thread():
+        student = fine_tune(model, plan, epochs=1, batch_size=128)
+    assert any(float(p.detach().abs().sum()) > 0 for n, p in student.named_parameters() if "omega" in n)
+    assert all(float(p.detach().abs().sum()) == 0 for n, p in model.named_parameters() if "omega" in n)  # teacher intact
+    assert 0.0 <= evaluate(student, Xte, yte, plan) <= 1.0
