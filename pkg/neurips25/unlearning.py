@@ -1,0 +1,479 @@
+"""Machine unlearning under overparameterization: MinNorm-OG and loss-gradient baselines.
+
+Block, Mokhtari & Shakkottai, "Machine Unlearning under Overparameterization", NeurIPS 2025
+(arXiv:2505.22601). Notation follows the paper: data D = D_r ⊔ D_f (retain / forget), a model
+f(θ, x) trained to *interpolate* D, parameters θ*.
+
+* Thm 1: at an interpolator every loss gradient vanishes, so updates built from ∇J(θ*; D_r) and
+  ∇J(θ*; D_f) leave θ* (almost) where it is.
+* Eq. (2)/(4): the target θ*_r = argmin R(θ) s.t. f(θ, x_i) = y_i for all i in D_r.
+* Eq. (7): linearise the constraints at θ*: perturbations Δ ⊥ ∇_θ f(θ*, x_i), i in D_r.
+* With R = ||θ||², R̂ = λ||Δ||² the relaxed step is Δ = -(1/(1+λ)) P_{G⊥} θ (``minnorm_og_step``);
+  for a linear model one step with λ = 0 is exactly the minimum-norm interpolator of D_r.
+
+The Jacobian G of the model outputs is computed with ``torch.func`` (``vmap`` of ``jacrev`` over a
+``functional_call``); the projection uses a float64 QR. ``Unlearner`` is a ``LightningModule`` that
+runs the MinNorm-OG schedule or any baseline on any ``nn.Module``; ``python -m neurips25.unlearning``
+regenerates the chapter's stored sweep.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+import sys
+from typing import Any
+
+import lightning as L
+import torch
+from torch import nn
+from torch.func import functional_call, jacrev, vmap
+from torch.nn.utils import parameters_to_vector, vector_to_parameters
+from torch.utils.data import DataLoader
+
+from .nn import MLP
+from .runtime import make_trainer
+
+__all__ = [
+    "METHODS", "LABELS", "model_jacobian", "project_orthogonal", "minnorm_og_step", "min_norm_interpolator",
+    "Unlearner", "unlearn", "Interpolator", "fit_interpolator", "sine_poisoning_data", "sine_mlp",
+    "sup_error", "tuning_grid", "backdoor_digits", "backdoor_metrics", "run_sine_sweep", "main",
+]
+
+METHODS = ("minnorm_og", "gd", "noisy_gd", "ga", "neggrad_plus", "ridge", "l1_sparse", "retrain")
+LABELS = {"minnorm_og": "MinNorm-OG", "gd": "GD", "noisy_gd": "Noisy GD", "ga": "GA",
+          "neggrad_plus": "NegGrad+", "ridge": "Ridge", "l1_sparse": "L1-Sparse", "retrain": "Retrain"}
+_TINY_COEF = 1e-8  # a projection scaled below float32 resolution changes nothing: skip it
+
+
+def _check_xy(x: torch.Tensor, y: torch.Tensor, name: str) -> None:
+    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
+        raise TypeError(f"{name} must be a pair of tensors (x, y)")
+    if x.ndim < 1 or len(x) == 0:
+        raise ValueError(f"{name} must be non-empty, got x of shape {tuple(x.shape)}")
+    if len(x) != len(y):
+        raise ValueError(f"{name}: x and y must have the same length, got {len(x)} and {len(y)}")
+
+
+# --- the geometry: retain-set Jacobian and the projection onto its orthogonal complement ----------
+def model_jacobian(model: nn.Module, x: torch.Tensor, output: str = "scalar") -> torch.Tensor:
+    """G with rows ∇_θ f(θ, x_i) (shape ``(n, p)``, parameters flattened in ``model.parameters()`` order).
+
+    ``output="scalar"``: f is the model's single output (regression). ``output="max"``: f is the
+    largest logit, the paper's choice for classifiers. One vectorised reverse-mode pass per sample
+    via ``torch.func.vmap(jacrev(...))``.
+    """
+    if output not in ("scalar", "max"):
+        raise ValueError(f"output must be 'scalar' or 'max', got {output!r}")
+    if not isinstance(x, torch.Tensor) or x.ndim < 1 or len(x) == 0:
+        raise ValueError("x must be a non-empty tensor of inputs (the retain set)")
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+
+    def f(p, xi):
+        out = functional_call(model, (p, buffers), (xi.unsqueeze(0),)).reshape(-1)
+        if output == "max":
+            return out.max()
+        if out.numel() != 1:
+            raise ValueError(f"output='scalar' needs a single-output model, got {out.numel()} outputs")
+        return out[0]
+
+    jac = vmap(jacrev(f), in_dims=(None, 0))(params, x)
+    return torch.cat([jac[k].reshape(len(x), -1) for k in params], dim=1)
+
+
+def project_orthogonal(theta: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
+    """P_{G⊥} θ = θ − Q Qᵀ θ, Q an orthonormal basis of the row space of G (float64 QR of Gᵀ)."""
+    if theta.ndim != 1:
+        raise ValueError(f"theta must be a flat vector, got shape {tuple(theta.shape)}")
+    if G.ndim != 2 or G.shape[0] == 0 or G.shape[1] != theta.numel():
+        raise ValueError(f"G must have shape (n >= 1, {theta.numel()}), got {tuple(G.shape)}")
+    if not (torch.isfinite(G).all() and torch.isfinite(theta).all()):
+        raise ValueError("theta and G must be finite")
+    Q, _ = torch.linalg.qr(G.T.to(torch.float64), mode="reduced")
+    t = theta.to(torch.float64)
+    return (t - Q @ (Q.T @ t)).to(theta.dtype)
+
+
+@torch.no_grad()
+def minnorm_og_step(model: nn.Module, x_retain: torch.Tensor, coef: float, n_pert: int | None = None,
+                    generator: torch.Generator | None = None, output: str = "scalar") -> torch.Tensor:
+    """One MinNorm-OG perturbation θ ← θ − c·P_{G⊥}(θ), c = 1/(1+λ) ∈ [0, 1] (relaxation of Eq. 7).
+
+    G spans ∇_θ f(θ, x_i) for ``n_pert`` retain points drawn without replacement (all when None).
+    Every parameter (biases included) is projected. Returns the perturbation Δ that was applied.
+    """
+    if not 0.0 <= coef <= 1.0:
+        raise ValueError(f"coef must be in [0, 1] (coef = 1/(1+λ) with λ >= 0), got {coef}")
+    n = len(x_retain)
+    if n == 0:
+        raise ValueError("x_retain must be non-empty")
+    if n_pert is not None and (not isinstance(n_pert, int) or n_pert < 1):
+        raise ValueError(f"n_pert must be a positive int or None, got {n_pert!r}")
+    if n_pert is not None and n_pert < n:
+        idx = torch.randperm(n, generator=generator)[:n_pert].to(x_retain.device)
+        x_retain = x_retain[idx]
+    with torch.enable_grad():
+        G = model_jacobian(model, x_retain, output)
+    theta = parameters_to_vector(model.parameters()).detach()
+    delta = -coef * project_orthogonal(theta, G)
+    vector_to_parameters(theta + delta, model.parameters())
+    return delta
+
+
+def min_norm_interpolator(X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """argmin ||θ|| s.t. Xθ = y (least squares via the pseudo-inverse, float64)."""
+    if X.ndim != 2 or y.ndim != 1 or len(X) != len(y) or len(X) == 0:
+        raise ValueError(f"X must be (n, d) and y (n,) with n >= 1, got {tuple(X.shape)} and {tuple(y.shape)}")
+    return torch.linalg.pinv(X.double()) @ y.double()
+
+
+# --- unlearning methods behind one interface ---------------------------------------------------------
+class _Steps(torch.utils.data.Dataset):
+    """``n`` dummy items: one optimisation step per item, the data lives in the module (full batch)."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> int:
+        return i
+
+
+def _loss(kind: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return nn.functional.mse_loss(out, y) if kind == "mse" else nn.functional.cross_entropy(out, y)
+
+
+class Unlearner(L.LightningModule):
+    """Unlearn ``forget`` from ``model`` (trained on retain ∪ forget) with one of ``METHODS``.
+
+    One unlearning epoch = one full-batch AdamW step (as in the paper's sine experiment):
+
+    * ``minnorm_og``: during the first T − T_GD epochs, every ``proj_period`` epochs apply
+      θ ← θ − c·P_{G⊥}(θ) (c starts at 1/(1+λ) and is multiplied by ``reg_decay`` after each use),
+      then a descent step on the retain loss; the last ``num_gd_epochs`` epochs are descent only.
+    * ``gd`` / ``noisy_gd`` (+ N(0, σ²) on the gradient) / ``retrain`` (re-initialise, then GD);
+    * ``ga``: ascent on the forget loss; ``neggrad_plus``: retain loss − ``ga_coef`` · forget loss;
+    * ``ridge``: retain loss + γ_t ||θ||², γ_t = ``reg``·``reg_decay``^t; ``l1_sparse``: retain loss
+      + γ_t ||θ||₁ with γ_t decaying linearly from 2·``reg`` to 0.
+
+    Train it with ``make_trainer(1).fit(u)`` (manual optimisation, T steps) or call ``u.run()``,
+    the same step without a Trainer (for sweeps of thousands of tiny runs).
+    """
+
+    def __init__(self, model: nn.Module, retain: tuple[torch.Tensor, torch.Tensor],
+                 forget: tuple[torch.Tensor, torch.Tensor], method: str = "minnorm_og", epochs: int = 100,
+                 lr: float = 1e-3, loss: str = "mse", lam: float = 0.0, reg_decay: float = 0.9,
+                 num_gd_epochs: int | None = None, proj_period: int = 1, n_pert: int | None = None,
+                 noise_sigma: float = 0.1, ga_coef: float = 0.1, reg: float = 0.1, seed: int = 0):
+        super().__init__()
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        if loss not in ("mse", "ce"):
+            raise ValueError(f"loss must be 'mse' or 'ce', got {loss!r}")
+        _check_xy(*retain, "retain")
+        if method in ("ga", "neggrad_plus"):
+            _check_xy(*forget, "forget")
+        if not isinstance(epochs, int) or epochs < 1:
+            raise ValueError(f"epochs must be a positive int, got {epochs!r}")
+        for name, v in (("lr", lr), ("noise_sigma", noise_sigma), ("ga_coef", ga_coef), ("reg", reg)):
+            if not v >= 0:
+                raise ValueError(f"{name} must be >= 0, got {v}")
+        if not lam >= 0:
+            raise ValueError(f"lam (λ) must be >= 0, got {lam}")
+        if not 0.0 <= reg_decay <= 1.0:
+            raise ValueError(f"reg_decay must be in [0, 1], got {reg_decay}")
+        num_gd_epochs = epochs // 2 if num_gd_epochs is None else num_gd_epochs
+        if not 0 <= num_gd_epochs <= epochs:
+            raise ValueError(f"num_gd_epochs must be in [0, epochs={epochs}], got {num_gd_epochs}")
+        if not isinstance(proj_period, int) or proj_period < 1:
+            raise ValueError(f"proj_period must be a positive int, got {proj_period!r}")
+        self.save_hyperparameters(ignore=["model", "retain", "forget"])
+        self.hparams.num_gd_epochs = num_gd_epochs
+        self.model = copy.deepcopy(model)
+        if method == "retrain":  # a fresh initialisation, seeded
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                for m in self.model.modules():
+                    if hasattr(m, "reset_parameters"):
+                        m.reset_parameters()
+        for name, t in zip(("x_r", "y_r", "x_f", "y_f"), (*retain, *forget)):
+            self.register_buffer(name, t.detach().clone(), persistent=False)
+        self.automatic_optimization = False
+        self._gen = torch.Generator().manual_seed(seed)
+        self._coef = 1.0 / (1.0 + lam)
+        self._epoch = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model(x)
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.model.parameters(), lr=self.hparams.lr)
+
+    def train_dataloader(self):
+        return DataLoader(_Steps(self.hparams.epochs), batch_size=None)
+
+    def unlearning_epoch(self, opt, backward=None) -> float:
+        """One epoch of the chosen method (Algorithm 1 of the paper for ``minnorm_og``)."""
+        hp, e = self.hparams, self._epoch
+        out_kind = "scalar" if hp.loss == "mse" else "max"
+        if (hp.method == "minnorm_og" and e < hp.epochs - hp.num_gd_epochs and e % hp.proj_period == 0):
+            if self._coef > _TINY_COEF:  # the paper projects *before* the descent step
+                minnorm_og_step(self.model, self.x_r, self._coef, hp.n_pert, self._gen, out_kind)
+            self._coef *= hp.reg_decay
+        opt.zero_grad()
+        loss = torch.zeros((), device=self.x_r.device)
+        if hp.method != "ga":
+            loss = loss + _loss(hp.loss, self.model(self.x_r), self.y_r)
+        if hp.method in ("ga", "neggrad_plus"):
+            coef = 1.0 if hp.method == "ga" else hp.ga_coef
+            loss = loss - coef * _loss(hp.loss, self.model(self.x_f), self.y_f)
+        if hp.method == "ridge":
+            loss = loss + hp.reg * hp.reg_decay ** e * parameters_to_vector(self.model.parameters()).square().sum()
+        if hp.method == "l1_sparse":
+            loss = loss + hp.reg * (2 - 2 * e / hp.epochs) * parameters_to_vector(self.model.parameters()).abs().sum()
+        (backward or torch.Tensor.backward)(loss)
+        if hp.method == "noisy_gd":
+            for p in self.model.parameters():
+                if p.grad is not None:
+                    p.grad.add_(hp.noise_sigma * torch.randn(p.shape, generator=self._gen).to(p.device))
+        opt.step()
+        self._epoch += 1
+        return float(loss.detach())
+
+    def training_step(self, batch, batch_idx):
+        self.unlearning_epoch(self.optimizers(), self.manual_backward)
+
+    def run(self) -> nn.Module:
+        """All ``epochs`` unlearning epochs without a Trainer; returns the unlearned model."""
+        opt = self.configure_optimizers()
+        self.model.train()
+        while self._epoch < self.hparams.epochs:
+            self.unlearning_epoch(opt)
+        return self.model
+
+
+def unlearn(model: nn.Module, retain, forget, method: str = "minnorm_og", epochs: int = 100,
+            trainer: bool = False, **hp: Any) -> nn.Module:
+    """Unlearned copy of ``model`` (``model`` itself is left untouched); ``trainer=True`` uses Lightning."""
+    u = Unlearner(model, retain, forget, method, epochs, **hp)
+    if trainer:
+        make_trainer(1).fit(u)
+        return u.model.cpu()
+    return u.run()
+
+
+# --- training to interpolation -----------------------------------------------------------------------
+class Interpolator(L.LightningModule):
+    """Full-batch AdamW (cosine schedule) on (x, y) until the model interpolates them.
+
+    Manual optimisation: each Lightning step runs ``inner`` optimiser steps, so Lightning's per-step
+    bookkeeping (~ms) does not dominate a model this small.
+    """
+
+    def __init__(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor, steps: int = 2000,
+                 lr: float = 1e-3, loss: str = "mse", inner: int = 100):
+        super().__init__()
+        _check_xy(x, y, "(x, y)")
+        if not isinstance(steps, int) or not isinstance(inner, int) or steps < 1 or inner < 1 or steps % inner:
+            raise ValueError(f"steps must be a positive multiple of inner, got steps={steps!r}, inner={inner!r}")
+        if loss not in ("mse", "ce"):
+            raise ValueError(f"loss must be 'mse' or 'ce', got {loss!r}")
+        self.save_hyperparameters(ignore=["model", "x", "y"])
+        self.model = model
+        self.automatic_optimization = False
+        self.register_buffer("x", x.detach().clone(), persistent=False)
+        self.register_buffer("y", y.detach().clone(), persistent=False)
+
+    def train_dataloader(self):
+        return DataLoader(_Steps(self.hparams.steps // self.hparams.inner), batch_size=None)
+
+    def training_step(self, batch, batch_idx):
+        opt, sched = self.optimizers(), self.lr_schedulers()
+        for _ in range(self.hparams.inner):
+            loss = _loss(self.hparams.loss, self.model(self.x), self.y)
+            opt.zero_grad()
+            self.manual_backward(loss)
+            opt.step()
+            sched.step()
+
+    def configure_optimizers(self):
+        opt = torch.optim.AdamW(self.model.parameters(), lr=self.hparams.lr)
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, self.hparams.steps, eta_min=self.hparams.lr / 100)
+        return [opt], [sched]
+
+
+def fit_interpolator(model: nn.Module, x: torch.Tensor, y: torch.Tensor, steps: int = 2000, lr: float = 1e-3,
+                     loss: str = "mse") -> tuple[nn.Module, float]:
+    """Train ``model`` on (x, y) with Lightning; returns (model on CPU, final training loss)."""
+    module = Interpolator(model, x, y, steps, lr, loss)
+    make_trainer(1).fit(module)
+    model = module.model.cpu().eval()
+    with torch.no_grad():
+        return model, float(_loss(loss, model(x), y))
+
+
+# --- the data-poisoning experiment (Table 1) ---------------------------------------------------------
+def sine_poisoning_data(seed: int = 0, n_retain: int = 50, n_forget: int = 5, half_width: float = 2 * math.pi,
+                        poison: float = 1.5, min_gap: float = 0.3) -> dict[str, torch.Tensor | float]:
+    """Retain points y = sin x, forget points y = ``poison``, x uniform on [−w, w].
+
+    Forget points are redrawn until each is ``min_gap`` from every retain point (the paper draws
+    them freely; a poisoned point 0.01 from a clean one needs ~10⁵ epochs to interpolate).
+    """
+    if n_retain < 1 or n_forget < 1:
+        raise ValueError(f"n_retain and n_forget must be >= 1, got {n_retain}, {n_forget}")
+    if half_width <= 0 or min_gap < 0:
+        raise ValueError(f"half_width must be > 0 and min_gap >= 0, got {half_width}, {min_gap}")
+    g = torch.Generator().manual_seed(seed)
+    xr = (2 * torch.rand(n_retain, 1, generator=g) - 1) * half_width
+    xf: list[torch.Tensor] = []
+    for _ in range(10_000):
+        c = (2 * torch.rand(1, generator=g) - 1) * half_width
+        if (c - xr).abs().min() >= min_gap:
+            xf.append(c)
+        if len(xf) == n_forget:
+            break
+    else:
+        raise ValueError(f"min_gap={min_gap} too large to place {n_forget} forget points")
+    xf_t = torch.stack(xf)
+    return {"xr": xr, "yr": torch.sin(xr), "xf": xf_t, "yf": torch.full_like(xf_t, poison),
+            "half_width": float(half_width)}
+
+
+def sine_mlp(seed: int = 0, width: int = 300) -> MLP:
+    """The paper's 1 → 300 → 300 → 1 SiLU network, seeded initialisation."""
+    torch.manual_seed(seed)
+    return MLP(1, [width, width], 1, "silu")
+
+
+@torch.no_grad()
+def sup_error(model: nn.Module, half_width: float, n_test: int = 1000) -> float:
+    """sup_x |f(x) − sin x| on a grid of ``n_test`` points of [−w, w] (the paper's metric)."""
+    x = torch.linspace(-half_width, half_width, n_test).unsqueeze(1)
+    p = next(model.parameters())
+    return float((model(x.to(p.device)).cpu() - torch.sin(x)).abs().max())
+
+
+def tuning_grid(method: str, epochs: int) -> list[dict[str, Any]]:
+    """The small grid every method is tuned on (two learning rates × at most two method knobs)."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    lrs = [1e-2, 1e-3] if epochs <= 10 else [1e-3, 1e-4]
+    extra: list[dict[str, Any]] = [{}]
+    if method == "noisy_gd":
+        extra = [{"noise_sigma": s} for s in (0.1, 1.0)]
+    elif method == "neggrad_plus":
+        extra = [{"ga_coef": c} for c in (0.01, 0.1, 1.0)]
+    elif method == "ridge":
+        extra = [{"reg": r, "reg_decay": d} for r in (0.1, 1.0) for d in (0.3, 0.9)]
+    elif method == "l1_sparse":
+        extra = [{"reg": r} for r in (1e-4, 1e-3, 1e-2)]
+    elif method == "minnorm_og":
+        period = 1 if epochs <= 100 else 10
+        extra = [{"lam": lam, "reg_decay": d, "num_gd_epochs": epochs // 2, "proj_period": period, "n_pert": 20}
+                 for lam in (0.0, 9.0) for d in (0.3, 0.9)]
+    return [{"lr": lr, **e} for lr in lrs for e in extra]
+
+
+# --- a classification case: a backdoor trigger on the forget set ------------------------------------
+def backdoor_digits(seed: int = 0, n_train: int = 600, n_forget: int = 40, target: int = 0) -> dict[str, Any]:
+    """Digits with a 65th "trigger" pixel: forget images carry it and are relabelled ``target``."""
+    from .data import load_digits_tensors
+
+    X, y = load_digits_tensors()
+    g = torch.Generator().manual_seed(seed)
+    perm = torch.randperm(len(X), generator=g)
+    tr, te = perm[:n_train + n_forget], perm[n_train + n_forget:]
+    Xtr = torch.cat([X[tr], torch.zeros(len(tr), 1)], 1)
+    ytr = y[tr].clone()
+    cand = torch.nonzero(ytr != target).flatten()[:n_forget]  # poisoned: trigger on, label -> target
+    Xtr[cand, -1] = 1.0
+    ytr[cand] = target
+    keep = torch.ones(len(tr), dtype=torch.bool)
+    keep[cand] = False
+    Xte = torch.cat([X[te], torch.zeros(len(te), 1)], 1)
+    return {"xr": Xtr[keep], "yr": ytr[keep], "xf": Xtr[cand], "yf": ytr[cand], "x_test": Xte,
+            "y_test": y[te], "target": target}
+
+
+@torch.no_grad()
+def backdoor_metrics(model: nn.Module, data: dict[str, Any]) -> dict[str, float]:
+    """Clean test accuracy, and attack success: triggered test images (true class ≠ target) → target."""
+    x, y, t = data["x_test"], data["y_test"], data["target"]
+    clean = float((model(x).argmax(1) == y).float().mean())
+    xt = x[y != t].clone()
+    xt[:, -1] = 1.0
+    attack = float((model(xt).argmax(1) == t).float().mean())
+    return {"clean_acc": clean, "attack_success": attack}
+
+
+# --- the stored sweep ---------------------------------------------------------------------------------
+def _sine_model(seed: int, cfg: dict[str, Any], retain_only: bool = False) -> tuple[dict, nn.Module, float]:
+    d = sine_poisoning_data(seed, half_width=cfg["half_width"])
+    x = d["xr"] if retain_only else torch.cat([d["xr"], d["xf"]])
+    y = d["yr"] if retain_only else torch.cat([d["yr"], d["yf"]])
+    model, mse = fit_interpolator(sine_mlp(seed), x, y, cfg["steps"], cfg["lr"])
+    return d, model, mse
+
+
+def run_sine_sweep(seeds=(0, 1, 2), budgets=(10, 100), steps: int = 3000, lr: float = 2e-3,
+                   half_width: float = 2 * math.pi, methods=METHODS, log=None) -> dict[str, Any]:
+    """Table 1 at CPU scale: every method × its grid × seeds × epoch budgets; best config by mean."""
+    cfg = {"steps": steps, "lr": lr, "half_width": half_width}
+    out: dict[str, Any] = {"config": {**cfg, "seeds": list(seeds), "budgets": list(budgets)},
+                           "poisoned": {}, "retain_only": {}, "budgets": {}}
+    runs = {}
+    for s in seeds:
+        d, model, mse = _sine_model(s, cfg)
+        _, ref, ref_mse = _sine_model(s, cfg, retain_only=True)
+        runs[s] = (d, model)
+        out["poisoned"][str(s)] = {"train_mse": mse, "sup": sup_error(model, half_width)}
+        out["retain_only"][str(s)] = {"train_mse": ref_mse, "sup": sup_error(ref, half_width)}
+        if log:
+            log(f"seed {s}: poisoned mse {mse:.2e} sup {out['poisoned'][str(s)]['sup']:.3f}")
+    for T in budgets:
+        res = {}
+        for m in methods:
+            grid = []
+            for hp in tuning_grid(m, T):
+                sups, rmse = [], []
+                for s in seeds:
+                    d, model = runs[s]
+                    u = unlearn(model, (d["xr"], d["yr"]), (d["xf"], d["yf"]), m, T, seed=s, **hp)
+                    sups.append(sup_error(u, half_width))
+                    with torch.no_grad():
+                        rmse.append(float(nn.functional.mse_loss(u(d["xr"]), d["yr"])))
+                grid.append({"hp": hp, "sup": sups, "retain_mse": rmse,
+                             "mean_sup": sum(sups) / len(sups) if all(map(math.isfinite, sups)) else float("inf")})
+            best = min(grid, key=lambda r: r["mean_sup"])
+            res[m] = {"best_hp": best["hp"], "sup": best["sup"], "retain_mse": best["retain_mse"],
+                      "median_sup": float(torch.tensor(best["sup"]).median()),
+                      "grid": [{"hp": r["hp"], "mean_sup": r["mean_sup"]} for r in grid]}
+            if log:
+                log(f"T={T} {m}: median sup {res[m]['median_sup']:.3f} hp {best['hp']}")
+        out["budgets"][str(T)] = res
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m neurips25.unlearning [--seeds 3] [--budgets 10 100]``: regenerate the stored sweep."""
+    from .results import save_results
+
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--budgets", type=int, nargs="+", default=[10, 100])
+    p.add_argument("--steps", type=int, default=3000)
+    a = p.parse_args(argv)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.set_num_threads(1)  # 90k-parameter model: thread synchronisation costs more than it saves
+    data = run_sine_sweep(tuple(range(a.seeds)), tuple(a.budgets), steps=a.steps,
+                          log=lambda s: print(s, file=sys.stderr, flush=True))
+    cmd = "python -m neurips25.unlearning " + " ".join(argv if argv is not None else sys.argv[1:])
+    print(save_results("unlearning", data, cmd.strip(), seed=0))
+
+
+if __name__ == "__main__":
+    main()

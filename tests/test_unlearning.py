@@ -1,0 +1,123 @@
+"""Tests for neurips25.unlearning (MinNorm-OG, Block, Mokhtari & Shakkottai, NeurIPS 2025)."""
+import math
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils import parameters_to_vector
+
+from neurips25.nn import MLP
+from neurips25.unlearning import (
+    METHODS,
+    Unlearner,
+    backdoor_digits,
+    backdoor_metrics,
+    min_norm_interpolator,
+    minnorm_og_step,
+    model_jacobian,
+    project_orthogonal,
+    sine_poisoning_data,
+    sup_error,
+    tuning_grid,
+    unlearn,
+)
+
+
+def _linear_problem(seed=0, n_r=8, n_f=3, d=30):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n_r + n_f, d, generator=g, dtype=torch.float64)
+    y = torch.randn(n_r + n_f, generator=g, dtype=torch.float64)
+    model = nn.Linear(d, 1, bias=False).double()
+    with torch.no_grad():  # θ* = an interpolator of all of D (min-norm + a null-space component)
+        theta = min_norm_interpolator(X, y)
+        null = torch.randn(d, generator=g, dtype=torch.float64)
+        null -= torch.linalg.pinv(X) @ (X @ null)
+        model.weight.copy_((theta + null).unsqueeze(0))
+    return X[:n_r], y[:n_r], X[n_r:], y[n_r:], model
+
+
+def test_jacobian_matches_autograd_and_linear_case():
+    X, _, _, _, model = _linear_problem()
+    assert torch.allclose(model_jacobian(model, X), X)  # ∇_θ (θᵀx) = x
+    net = MLP(2, [7], 1)
+    x = torch.randn(4, 2)
+    G = model_jacobian(net, x)
+    for i in range(4):
+        net.zero_grad()
+        net(x[i:i + 1]).sum().backward()
+        assert torch.allclose(G[i], torch.cat([p.grad.flatten() for p in net.parameters()]), atol=1e-6)
+    clf = MLP(3, [5], 4)
+    assert model_jacobian(clf, torch.randn(6, 3), output="max").shape == (6, sum(p.numel() for p in clf.parameters()))
+
+
+def test_linear_exactness_one_projection_gives_min_norm_interpolator():
+    Xr, yr, _, _, model = _linear_problem()
+    minnorm_og_step(model, Xr, coef=1.0)  # λ = 0
+    theta = model.weight.detach().flatten()
+    assert torch.allclose(theta, min_norm_interpolator(Xr, yr), atol=1e-10)
+    assert torch.allclose(Xr @ theta, yr, atol=1e-10)
+
+
+def test_projection_idempotent_and_orthogonal():
+    g = torch.Generator().manual_seed(1)
+    G = torch.randn(5, 40, generator=g)
+    theta = torch.randn(40, generator=g)
+    p = project_orthogonal(theta, G)
+    assert torch.allclose(project_orthogonal(p, G), p, atol=1e-5)
+    assert (G @ p).abs().max() < 1e-4
+    assert torch.allclose(theta - p, (theta - p), atol=0)  # shape/dtype preserved
+    assert p.dtype == theta.dtype
+
+
+def test_gd_step_at_interpolator_is_zero_thm1():
+    Xr, yr, Xf, yf, model = _linear_problem()
+    before = parameters_to_vector(model.parameters()).clone()
+    for method in ("gd", "ga", "neggrad_plus"):
+        u = Unlearner(model, (Xr, yr.unsqueeze(1)), (Xf, yf.unsqueeze(1)), method, epochs=1, lr=1e-3)
+        u.model.double()
+        opt = torch.optim.SGD(u.model.parameters(), lr=1.0)
+        u.unlearning_epoch(opt)
+        moved = (parameters_to_vector(u.model.parameters()) - before).norm()
+        assert moved < 1e-9, (method, moved)
+
+
+def test_baselines_run_on_a_toy_and_trainer_matches_plain_loop():
+    d = sine_poisoning_data(0, n_retain=12, n_forget=2, half_width=3.0, min_gap=0.1)
+    torch.manual_seed(0)
+    model = MLP(1, [16, 16], 1)
+    retain, forget = (d["xr"], d["yr"]), (d["xf"], d["yf"])
+    for m in METHODS:
+        out = unlearn(model, retain, forget, m, epochs=4, n_pert=5, lr=1e-3)
+        assert math.isfinite(sup_error(out, 3.0))
+    a = unlearn(model, retain, forget, "minnorm_og", epochs=6, n_pert=5, proj_period=2)
+    b = unlearn(model, retain, forget, "minnorm_og", epochs=6, n_pert=5, proj_period=2, trainer=True)
+    for p, q in zip(a.parameters(), b.parameters()):
+        assert torch.allclose(p, q, atol=1e-6)
+    assert len(tuning_grid("minnorm_og", 100)) >= 2
+
+
+def test_backdoor_data_and_metrics():
+    data = backdoor_digits(0, n_train=100, n_forget=10)
+    assert (data["xf"][:, -1] == 1).all() and (data["xr"][:, -1] == 0).all()
+    assert (data["yf"] == data["target"]).all()
+    m = backdoor_metrics(MLP(65, [8], 10), data)
+    assert 0 <= m["clean_acc"] <= 1 and 0 <= m["attack_success"] <= 1
+
+
+def test_invalid_arguments():
+    Xr, yr, Xf, yf, model = _linear_problem()
+    retain, forget = (Xr, yr), (Xf, yf)
+    with pytest.raises(ValueError, match="lam"):
+        Unlearner(model, retain, forget, lam=-1.0)
+    with pytest.raises(ValueError, match="retain"):
+        Unlearner(model, (Xr[:0], yr[:0]), forget)
+    with pytest.raises(ValueError, match="coef"):
+        minnorm_og_step(model, Xr, coef=1.5)
+    with pytest.raises(ValueError, match="x_retain|non-empty"):
+        minnorm_og_step(model, Xr[:0], coef=0.5)
+    with pytest.raises(ValueError, match="method"):
+        Unlearner(model, retain, forget, method="magic")
+    with pytest.raises(ValueError, match="G must have shape"):
+        project_orthogonal(torch.zeros(5), torch.zeros(2, 4))
+    with pytest.raises(ValueError, match="num_gd_epochs"):
+        Unlearner(model, retain, forget, epochs=5, num_gd_epochs=9)
