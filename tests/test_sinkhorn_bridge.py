@@ -1,0 +1,159 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from neurips25.data import random_spd
+from neurips25.sinkhorn_bridge import (
+    BridgeMatching,
+    GaussianSB,
+    SinkhornBridge,
+    coupling_pairs,
+    euler_maruyama,
+    integrated_drift_error,
+    sinkhorn_coupling,
+    sinkhorn_divergence,
+    sinkhorn_drift,
+    sinkhorn_potentials,
+)
+
+
+def _gauss(n, d=3, seed=0, B=None):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, d, generator=g, dtype=torch.float64)
+    Y = torch.randn(n, d, generator=g, dtype=torch.float64)
+    if B is not None:
+        Y = Y @ torch.linalg.cholesky(B).T
+    return X, Y
+
+
+def test_single_target_point_is_brownian_bridge():
+    Y = torch.tensor([[1.0, -2.0]], dtype=torch.float64)
+    z = torch.randn(7, 2, dtype=torch.float64)
+    for t in (0.0, 0.3, 0.9):
+        b = sinkhorn_drift(z, t, Y, torch.zeros(1, dtype=torch.float64), eps=0.1)
+        assert torch.allclose(b, (Y - z) / (1 - t))
+
+
+def test_gaussian_closed_form_first_order_condition():
+    S0, S1, eps = random_spd(3, seed=1), random_spd(3, seed=2), 0.3
+    sb = GaussianSB(S0, S1, eps)
+    C, S0inv_C = sb.C, torch.linalg.solve(S0, sb.C)
+    assert torch.allclose(eps * S0inv_C, S1 - C.T @ S0inv_C, atol=1e-10)
+    assert torch.allclose(sb.cov(0.0), S0) and torch.allclose(sb.cov(1.0), S1)
+    # 1-d closed form: c = (sqrt(4ab + eps^2) - eps)/2
+    sb1 = GaussianSB(torch.tensor([[2.0]]), torch.tensor([[0.5]]), eps)
+    assert math.isclose(sb1.C.item(), (math.sqrt(4 * 1.0 + eps**2) - eps) / 2, rel_tol=1e-12)
+
+
+def test_gaussian_closed_form_vs_monte_carlo_sde():
+    sb = GaussianSB(random_spd(2, seed=3), random_spd(2, seed=4), 0.2)
+    x0 = sb.sample(0.0, 20_000, seed=1)
+    xt = euler_maruyama(sb.drift, x0, sb.eps, tau=0.6, n_steps=120, seed=2)
+    assert torch.allclose(torch.cov(xt.T), sb.cov(0.6), atol=0.06)
+    assert torch.allclose(xt.mean(0), sb.mean(0.6), atol=0.03)
+
+
+def test_sinkhorn_cross_covariance_close_to_closed_form():
+    B = random_spd(2, seed=0, eig_range=(0.5, 1.5))
+    sb = GaussianSB(torch.eye(2, dtype=torch.float64), B, 0.5)
+    X, Y = _gauss(600, d=2, B=B)
+    f, g = sinkhorn_potentials(X, Y, 0.5)
+    P = sinkhorn_coupling(X, Y, f, g, 0.5)
+    Cn = (X - X.mean(0)).T @ P @ (Y - Y.mean(0))
+    assert (Cn - sb.C).abs().max() < 0.12
+
+
+def test_sinkhorn_marginals_and_pot_agreement():
+    import ot
+
+    X, Y = _gauss(80, d=2, seed=1)
+    f, g = sinkhorn_potentials(X, Y, 0.2, tol=1e-10)
+    P = sinkhorn_coupling(X, Y, f, g, 0.2)
+    assert torch.allclose(P.sum(1), torch.full((80,), 1 / 80, dtype=torch.float64), atol=1e-12)
+    assert torch.allclose(P.sum(0), torch.full((80,), 1 / 80, dtype=torch.float64), atol=1e-8)
+    M = ot.dist(X.numpy(), Y.numpy()) / 2
+    Pp = ot.sinkhorn(np.full(80, 1 / 80), np.full(80, 1 / 80), M, 0.2, method="sinkhorn_log", stopThr=1e-12,
+                     numItermax=20_000)
+    assert np.abs(P.numpy() - Pp).max() < 1e-8
+
+
+def test_k_iterations_record_and_mu_marginal_exact():
+    X, Y = _gauss(40, d=2, seed=2)
+    f, g, hist = sinkhorn_potentials(X, Y, 0.1, 5, record=(0, 1, 5))
+    assert set(hist) == {0, 1, 5} and torch.equal(hist[5], g) and torch.all(hist[0] == 0)
+    P = sinkhorn_coupling(X, Y, f, g, 0.1)
+    assert torch.allclose(P.sum(1), torch.full((40,), 1 / 40, dtype=torch.float64), atol=1e-12)
+
+
+def test_shift_invariance_of_potentials_and_drift():
+    X, Y = _gauss(30, d=2, seed=3)
+    f, g = sinkhorn_potentials(X, Y, 0.3)
+    assert torch.allclose(sinkhorn_coupling(X, Y, f + 1.7, g - 1.7, 0.3), sinkhorn_coupling(X, Y, f, g, 0.3))
+    z = torch.randn(5, 2, dtype=torch.float64)
+    assert torch.allclose(sinkhorn_drift(z, 0.4, Y, g + 3.0, 0.3), sinkhorn_drift(z, 0.4, Y, g, 0.3))
+
+
+def test_batched_sinkhorn_matches_single():
+    X, Y = _gauss(25, d=2, seed=4)
+    X2, Y2 = _gauss(25, d=2, seed=5)
+    _, gb = sinkhorn_potentials(torch.stack([X, X2]), torch.stack([Y, Y2]), 0.2, 7)
+    _, g1 = sinkhorn_potentials(X2, Y2, 0.2, 7)
+    assert torch.allclose(gb[1], g1)
+
+
+def test_drift_error_decreases_with_n():
+    B = random_spd(3, seed=0, eig_range=(0.25, 2.0))
+    sb = GaussianSB(torch.eye(3, dtype=torch.float64), B, 0.25)
+    errs = []
+    for n in (50, 400):
+        X, Y = _gauss(n, B=B, seed=7)
+        errs.append(integrated_drift_error(SinkhornBridge.fit(X, Y, 0.25).drift, sb, 0.9, 6, 400).item())
+    assert errs[1] < 0.5 * errs[0]
+
+
+def test_bad_inputs_raise():
+    X, Y = _gauss(10, d=2)
+    with pytest.raises(ValueError, match="eps"):
+        sinkhorn_potentials(X, Y, 0.0)
+    with pytest.raises(ValueError, match="eps"):
+        sinkhorn_potentials(X, Y, -1.0)
+    with pytest.raises(ValueError, match="t must lie in"):
+        sinkhorn_drift(X, 1.0, Y, torch.zeros(10, dtype=torch.float64), 0.1)
+    with pytest.raises(ValueError, match="same dimension"):
+        sinkhorn_potentials(X, torch.randn(10, 3, dtype=torch.float64), 0.1)
+    with pytest.raises(ValueError, match="g must have shape"):
+        sinkhorn_drift(X, 0.5, Y, torch.zeros(9, dtype=torch.float64), 0.1)
+    with pytest.raises(ValueError, match="n_iter"):
+        sinkhorn_potentials(X, Y, 0.1, -2)
+    with pytest.raises(TypeError, match="X must be a torch.Tensor"):
+        sinkhorn_potentials(X.numpy(), Y, 0.1)
+    with pytest.raises(ValueError, match="Sigma1 must be symmetric positive definite"):
+        GaussianSB(torch.eye(2), -torch.eye(2), 0.1)
+    with pytest.raises(ValueError, match="tau"):
+        euler_maruyama(lambda x, t: x, X, 0.1, tau=1.0)
+
+
+def test_sinkhorn_divergence_zero_on_same_sample_and_positive_otherwise():
+    X, Y = _gauss(60, d=2, seed=8)
+    assert abs(sinkhorn_divergence(X, X)) < 1e-8
+    assert sinkhorn_divergence(X, Y + 3.0) > 1.0
+
+
+def test_bridge_matching_smoke_training():
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from neurips25.runtime import make_trainer, seed_everything
+
+    seed_everything(0)
+    X, Y = _gauss(64, d=2, seed=9)
+    X, Y = X.float(), Y.float()
+    f, g = sinkhorn_potentials(X, Y, 0.5, 3)
+    x0, x1 = coupling_pairs(X, Y, sinkhorn_coupling(X, Y, f, g, 0.5), 512, seed=0)
+    model = BridgeMatching(dim=2, eps=0.5, hidden=(16, 16))
+    loader = DataLoader(TensorDataset(x0, x1), batch_size=64, shuffle=True,
+                        generator=torch.Generator().manual_seed(0))
+    make_trainer(2).fit(model, loader)
+    out = euler_maruyama(model, X[:10], 0.5, tau=0.9, n_steps=10, predict_endpoint=True)
+    assert out.shape == (10, 2) and torch.isfinite(out).all()
