@@ -1,0 +1,292 @@
+"""Agents: a planner over believed recipes, WALL-E's MPC loop (Alg. 1), the learning loop (Alg. 2),
+baselines (ReAct-, Reflexion-, skill-library-style) and the evaluation over many modified worlds.
+
+The "LLM agent" is a goal-directed planner: to obtain the diamond it recursively satisfies the believed
+recipe of each step (tools, ingredients, stations nearby), navigating with a scene graph built from its
+observations. It is the same for every method; the methods differ in what they believe and remember.
+"""
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .learning import Transition, WorldModel, align
+from .world import (
+    CRAFT_ACTIONS,
+    DEFAULT_RECIPES,
+    GOAL,
+    ITEMS,
+    RESOURCES,
+    STATIONS,
+    TOOLS,
+    MiniMars,
+    World,
+    producer,
+    sample_world,
+    succeeds,
+)
+
+__all__ = ["METHODS", "SceneGraph", "Planner", "Agent", "run_episode", "run_world", "evaluate",
+           "prediction_accuracy", "MAX_TRIES"]
+
+METHODS = ("walle", "react", "reflexion", "skill", "rules_only", "graph_only", "no_prune")
+MAX_TRIES = 5  # MPC re-planning rounds per step (Alg. 1)
+_STUCK = "stuck"
+
+
+class SceneGraph:
+    """Regions seen so far: (thing, in, region) and (region, adjacent, region) edges from observations."""
+
+    def __init__(self):
+        self.contents: dict[int, set[str]] = {}
+        self.adj: dict[int, set[int]] = {}
+        self.here = 0
+
+    def update(self, obs: dict) -> None:
+        self.here = obs["region"]
+        self.contents[self.here] = set(obs["near"])
+        self.adj.setdefault(self.here, set()).update(obs["neighbors"])
+        for k in obs["neighbors"]:
+            self.adj.setdefault(k, set()).add(self.here)
+
+    def edges(self) -> list[tuple]:
+        out = [("agent", "in", self.here)]
+        out += [(x, "in", k) for k in sorted(self.contents) for x in sorted(self.contents[k])]
+        out += [(a, "adjacent", b) for a in sorted(self.adj) for b in sorted(self.adj[a]) if a < b]
+        return out
+
+    def next_hop(self, goal) -> int | None:
+        """First move on a shortest known path to a region satisfying ``goal(region)``."""
+        prev, queue = {self.here: None}, deque([self.here])
+        while queue:
+            u = queue.popleft()
+            if u != self.here and goal(u):
+                while prev[u] != self.here:
+                    u = prev[u]
+                return u
+            for v in sorted(self.adj.get(u, ())):
+                if v not in prev:
+                    prev[v] = u
+                    queue.append(v)
+        return None
+
+    def toward(self, thing: str) -> int | None:
+        """Next move toward a known region holding ``thing``, else toward the nearest unvisited region."""
+        hop = self.next_hop(lambda k: thing in self.contents.get(k, ()))
+        return hop if hop is not None else self.next_hop(lambda k: k not in self.contents)
+
+
+class Planner:
+    """Backward chaining over believed recipes: the first unmet need of the goal, recursively."""
+
+    def __init__(self, recipe_fn, max_depth: int = 12):
+        self.recipe_fn, self.max_depth = recipe_fn, max_depth
+
+    def next_action(self, obs: dict, scene: SceneGraph, goal: str = GOAL) -> str:
+        self.inv, self.near, self.scene, self.stack = obs["inventory"], set(obs["near"]), scene, []
+        out = self._item(goal, 1, 0)
+        return _STUCK if out is None else out
+
+    def _item(self, item, qty, depth):
+        if self.inv.get(item, 0) >= qty:
+            return None
+        return self._act(producer(item), depth + 1)
+
+    def _act(self, action, depth):
+        if depth > self.max_depth or action in self.stack:
+            return _STUCK
+        self.stack.append(action)
+        try:
+            need, near = self.recipe_fn(action)
+            for i in sorted(need, key=lambda i: (i not in TOOLS, ITEMS.index(i))):
+                out = self._item(i, need[i], depth)
+                if out is not None:
+                    return out
+            for s in sorted(near):
+                if s in self.near:
+                    continue
+                if s in STATIONS:
+                    return self._act(f"place_{s}", depth + 1)
+                hop = self.scene.toward(s)
+                return _STUCK if hop is None else f"move_{hop}"
+            return action
+        finally:
+            self.stack.pop()
+
+
+def _merge(recipe, extra):
+    need, near = recipe.need(), set(recipe.near)
+    if extra:
+        for i, q in extra.get("need", {}).items():
+            need[i] = max(need.get(i, 0), q)
+        near |= extra.get("near", set())
+    return need, near
+
+
+def _key(obs, action):
+    return action, tuple(obs["inventory"][i] for i in ITEMS), tuple(obs["near"])
+
+
+@dataclass
+class Agent:
+    """One method's agent in one world; its memory persists across episodes (learning iterations).
+
+    ``walle``: MPC with the aligned world model (graph + code rules, pruned with ``limit``);
+    ``rules_only`` / ``graph_only`` / ``no_prune``: ablations; ``react``: prior only, real feedback
+    within the episode; ``reflexion``: plus a persistent memory of failed (state, action) pairs;
+    ``skill``: plus a library of the states in which each action succeeded, reused as preconditions.
+    """
+
+    method: str = "walle"
+    limit: int | None = 5
+    seed: int = 0
+    transitions: list = field(default_factory=list)
+    model: WorldModel = field(default_factory=WorldModel)
+    memory: set = field(default_factory=set)
+    skills: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.limit is not None and (not isinstance(self.limit, int) or self.limit < 0):
+            raise ValueError(f"limit must be None or a non-negative int, got {self.limit!r}")
+        self.rng = random.Random(self.seed)
+
+    @property
+    def uses_mpc(self) -> bool:
+        return self.method in ("walle", "rules_only", "graph_only", "no_prune")
+
+    def begin_episode(self):
+        self.extra: dict[str, dict] = {}  # feedback from the world model, this episode only
+        self.blocked: set = set() if self.method != "reflexion" else self.memory
+        self.log: list[tuple] = []
+
+    def _recipe(self, action):
+        extra = dict(self.extra.get(action, {}))
+        if self.method == "skill" and action in self.skills:
+            extra = {"need": {**self.skills[action], **extra.get("need", {})}, "near": extra.get("near", set())}
+        return _merge(self.model.recipe(action), extra)
+
+    def _explore(self, obs, scene):
+        near = [f"collect_{r}" for r in RESOURCES if r in obs["near"]]
+        near = [a for a in near if _key(obs, a) not in self.blocked and succeeds(
+            {a: DEFAULT_RECIPES[a]}, obs["inventory"], obs["near"], a)]
+        if near and self.rng.random() < 0.5:
+            return self.rng.choice(near)
+        unvisited = [k for k in obs["neighbors"] if k not in scene.contents]
+        return f"move_{self.rng.choice(unvisited or obs['neighbors'])}"
+
+    def choose(self, obs: dict, scene: SceneGraph) -> str:
+        """Alg. 1: propose, imagine with the world model, re-plan on predicted failure (<= MAX_TRIES)."""
+        planner = Planner(self._recipe)
+        a = None
+        for _ in range(MAX_TRIES):
+            a = planner.next_action(obs, scene)
+            if a == _STUCK or _key(obs, a) in self.blocked:
+                return self._explore(obs, scene)
+            if not self.uses_mpc or a.startswith("move_"):
+                return a
+            ok, feedback, suggestions = self.model.predict(obs["inventory"], obs["near"], a)
+            if ok:
+                return a
+            self.log.append(("rejected", obs["t"], a, feedback))
+            ex = self.extra.setdefault(a, {"need": {}, "near": set()})
+            for s in suggestions:
+                if "need" in s:
+                    ex["need"][s["need"]] = max(ex["need"].get(s["need"], 0), s["qty"])
+                else:
+                    ex["near"].add(s["near"])
+        return a  # after MAX_TRIES the last proposal is executed anyway
+
+    def observe(self, obs, action, success, obs_next):
+        """Record the real transition; on a misprediction, re-align the world model (Alg. 2)."""
+        if action.startswith("move_"):
+            return
+        t = Transition(dict(obs["inventory"]), frozenset(obs["near"]), action, success,
+                       dict(obs_next["inventory"]))
+        self.transitions.append(t)
+        self.log.append(("real", obs["t"], action, success))
+        if not success:
+            self.blocked.add(_key(obs, action))
+        if self.method == "skill" and success:
+            have = {i: q for i, q in obs["inventory"].items() if q > 0}
+            old = self.skills.get(action, have)
+            self.skills[action] = {i: min(q, have[i]) for i, q in old.items() if i in have}
+        if not self.uses_mpc:
+            return
+        predicted = self.model.predict(t.inventory, t.near, action)[0]
+        believed = dict(self.model.recipe(action).consumes)
+        used = {i: t.inventory[i] - t.inventory_next[i] for i in ITEMS if t.inventory_next[i] < t.inventory[i]}
+        if predicted != success or (success and used != believed):
+            self.model, _ = align(self.transitions, limit=self.limit,
+                                  use_rules=self.method != "graph_only", use_graph=self.method != "rules_only",
+                                  prune=self.method != "no_prune")
+
+
+def run_episode(agent: Agent, env: MiniMars) -> dict:
+    """One episode; returns success, reward (achievements), steps, real failures, MPC rejections."""
+    obs, scene, done, reward = env.reset(), SceneGraph(), False, 0.0
+    scene.update(obs)
+    agent.begin_episode()
+    while not done:
+        a = agent.choose(obs, scene)
+        nxt, r, done, info = env.step(a)
+        agent.observe(obs, a, info["success"], nxt)
+        scene.update(nxt)
+        obs, reward = nxt, reward + r
+    log = agent.log
+    return {"success": float(env.inventory[GOAL] > 0), "reward": reward, "steps": env.t,
+            "real_failures": sum(1 for e in log if e[0] == "real" and not e[3]),
+            "rejections": sum(1 for e in log if e[0] == "rejected"), "n_rules": len(agent.model.rules)}
+
+
+def run_world(world: World, method: str, n_iters: int = 5, limit: int | None = 5, max_steps: int = 80,
+              seed: int = 0):
+    """Alg. 2 in one world: ``n_iters`` episodes (fresh maps, same recipes), memory kept between them."""
+    if not isinstance(n_iters, int) or n_iters < 1:
+        raise ValueError(f"n_iters must be a positive int, got {n_iters!r}")
+    agent = Agent(method, limit, seed)
+    stats = [run_episode(agent, MiniMars(world, episode=e, max_steps=max_steps)) for e in range(n_iters)]
+    return stats, agent
+
+
+def prediction_accuracy(model: WorldModel, world: World, n: int = 400, seed: int = 0,
+                        only_modified: bool = False) -> float:
+    """Accuracy of the predicted success flag on random held-out (state, action) pairs of ``world``."""
+    rng = random.Random(seed)
+    actions = world.modified_actions if only_modified else list(CRAFT_ACTIONS)
+    if not actions:
+        raise ValueError("world has no modified actions; use only_modified=False")
+    hits = 0
+    for _ in range(n):
+        inv = {i: (1 + int(3 * rng.random()) if rng.random() < 0.6 else 0) for i in ITEMS}
+        near = frozenset(x for x in RESOURCES + STATIONS if rng.random() < 0.6)
+        a = rng.choice(actions)
+        hits += model.predict(inv, near, a)[0] == succeeds(world.recipes, inv, near, a)
+    return hits / n
+
+
+def evaluate(world_seeds, methods=("walle", "react", "reflexion", "skill"), n_iters: int = 5,
+             limit: int | None = 5, n_modifications: int = 3, max_steps: int = 80) -> dict:
+    """Success and reward per (method, world, iteration); world-model accuracy on the modified actions
+    after the last iteration; the final number of rules and how often a kept rule misfires on a success."""
+    out = {}
+    for m in methods:
+        succ, rew, acc, n_rules, misfires = [], [], [], [], 0
+        for s in world_seeds:
+            world = sample_world(s, n_modifications)
+            stats, agent = run_world(world, m, n_iters, limit, max_steps, seed=s)
+            succ.append([st["success"] for st in stats])
+            rew.append([st["reward"] for st in stats])
+            n_rules.append(len(agent.model.rules))
+            if world.modified_actions:
+                acc.append(prediction_accuracy(agent.model, world, seed=s, only_modified=True))
+            for rule, _ in agent.model.rules:  # a kept rule must never flag a real success as a failure
+                misfires += sum(t.success and rule.action == t.action and rule.fires(t.inventory, t.near)
+                                for t in agent.transitions)
+        out[m] = {"success": np.array(succ), "reward": np.array(rew), "accuracy": np.array(acc),
+                  "n_rules": np.array(n_rules), "misfires": misfires}
+    return out

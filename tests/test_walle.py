@@ -1,0 +1,161 @@
+"""Tests for neurips25.walle: MiniMars, the prior, rule code (generation, safety), learning, agents."""
+import random
+
+import pytest
+
+from neurips25 import walle as W
+
+
+def _random_state(rng):
+    inv = {i: rng.choice([0, 0, 1, 2, 3]) for i in W.ITEMS}
+    near = frozenset(x for x in W.RESOURCES + W.STATIONS if rng.random() < 0.5)
+    return inv, near
+
+
+def test_environment_follows_recipes():
+    world = W.sample_world(3)
+    env = W.MiniMars(world, episode=1, max_steps=400)
+    rng = random.Random(0)
+    obs = env.reset()
+    for _ in range(300):
+        a = rng.choice(list(W.CRAFT_ACTIONS) + [f"move_{k}" for k in obs["neighbors"]])
+        expect = True if a.startswith("move_") else W.succeeds(world.recipes, obs["inventory"], obs["near"], a)
+        nxt, _, done, info = env.step(a)
+        assert info["success"] == expect
+        if not a.startswith("move_"):
+            used = dict(world.recipes[a].consumes)
+            for i in W.ITEMS:
+                gained = int(a.split("_", 1)[1] == i and a[:5] != "place")
+                delta = nxt["inventory"][i] - obs["inventory"][i]
+                assert delta == ((gained - used.get(i, 0)) if expect else 0)
+        obs = nxt
+        if done:
+            break
+
+
+def test_prior_is_wrong_exactly_where_recipes_were_modified():
+    rng = random.Random(1)
+    for seed in range(6):
+        world = W.sample_world(seed)
+        assert len(world.modified_actions) == 3 and W.GOAL in W.obtainable(world.recipes)
+        wrong = set()
+        for _ in range(3000):
+            inv, near = _random_state(rng)
+            a = rng.choice(W.CRAFT_ACTIONS)
+            if W.succeeds(W.DEFAULT_RECIPES, inv, near, a) != W.succeeds(world.recipes, inv, near, a):
+                wrong.add(a)
+        assert wrong == set(world.modified_actions)
+
+
+def test_rule_code_round_trips():
+    rng = random.Random(2)
+    rules = [W.Rule("make_wood_pickaxe", "inv_lt", "wood", 3), W.Rule("collect_coal", "inv_lt", "stone_sword", 1),
+             W.Rule("make_stone_pickaxe", "not_near", "furnace")]
+    for r in rules:
+        code = W.compile_rule(r.source())
+        assert code.name == r.name
+        for _ in range(200):
+            inv, near = _random_state(rng)
+            a = rng.choice([r.action, "collect_wood"])
+            out = code({"inventory": inv, "near": tuple(near)}, a)
+            assert (out is not None) == (a == r.action and r.fires(inv, near))
+            if out is not None:
+                assert out[1] is False and isinstance(out[0], str) and isinstance(out[2], dict)
+
+
+@pytest.mark.parametrize("source, match", [
+    ("import os\ndef rule_x(state, action):\n    return None\n", "exactly one function"),
+    ("def rule_x(state, action):\n    import os\n    return None\n", "Import"),
+    ("def rule_x(state, action):\n    return ().__class__.__bases__[0].__subclasses__()\n", "attribute '__"),
+    ("def rule_x(state, action):\n    return ().__class__\n", "'__class__'"),
+    ("def rule_x(state, action):\n    return open('/etc/passwd')\n", "'open'"),
+    ("def rule_x(state, action):\n    while True:\n        pass\n", "While"),
+    ("def rule_x(state, action):\n    return [x for x in state]\n", "ListComp"),
+    ("def rule_x(state, action):\n    return eval('1')\n", "'eval'"),
+    ("def rule_x(state, action):\n    return 9 ** 9 ** 9\n", "BinOp"),
+    ("def rule_x(state, action):\n    x = 'ab'\n    x = x + x\n    return x\n", "BinOp"),
+    ("def rule_x(state, action):\n    return state.get.__globals__\n", "__globals__"),
+    ("def rule_x(state, action, extra):\n    return None\n", "signature"),
+    ("def rule_x(state, action):\n    return (\n", "syntax error"),
+    ("def rule_x(state, action):\n    return None\n" + "#" * 3000, "max_chars"),
+])
+def test_malicious_rule_source_is_refused(source, match):
+    with pytest.raises(W.UnsafeCodeError, match=match):
+        W.compile_rule(source)
+
+
+def test_rule_runs_with_restricted_globals_and_step_limit():
+    code = W.compile_rule("def rule_x(state, action):\n    return len(state['near'])\n")
+    assert code.fn.__globals__["__builtins__"] == W.safe.SAFE_BUILTINS
+    assert code({"inventory": {}, "near": ("table",)}, "x") == 1
+
+    def spin(state, action):  # what an unvalidated, looping rule would do
+        while True:
+            pass
+
+    with pytest.raises(W.RuleTimeoutError, match="max_steps=50"):
+        W.call_limited(spin, ({}, "x"), max_steps=50)
+    with pytest.raises(ValueError, match="max_steps"):
+        W.call_limited(spin, ({}, "x"), max_steps=0)
+    with pytest.raises(TypeError, match="source must be a str"):
+        W.compile_rule(b"def f(): pass")
+
+
+def test_knowledge_graph_learns_consumption():
+    world = W.sample_world(0)  # make_wood_pickaxe needs 3 wood here
+    assert "make_wood_pickaxe: needs 3 wood" in world.modifications
+    inv = {i: 0 for i in W.ITEMS} | {"wood": 4}
+    nxt = inv | {"wood": 1, "wood_pickaxe": 1}
+    t = W.Transition(inv, frozenset({"table"}), "make_wood_pickaxe", True, nxt)
+    kg = W.KnowledgeGraph.from_transitions([t])
+    assert ("wood", "wood_pickaxe", "consumes", 3) in kg.edges()
+    model = W.WorldModel(kg=kg)
+    assert dict(model.recipe("make_wood_pickaxe").consumes) == {"wood": 3}
+
+
+def test_pruning_respects_limit_and_never_misfires():
+    for seed in (0, 5, 14):
+        world = W.sample_world(seed)
+        stats, agent = W.run_world(world, "walle", n_iters=2, seed=seed)
+        for rule, code in agent.model.rules:
+            for t in agent.transitions:
+                if t.success:
+                    out = code(t.state(), t.action)
+                    assert out is None or out[1], (rule, t)
+        assert len(agent.model.rules) <= 5
+    model, _ = W.align(agent.transitions, limit=1)
+    assert len(model.rules) <= 1
+    with pytest.raises(ValueError, match="limit"):
+        W.prune_rules({}, -1, model)
+
+
+def test_default_world_needs_no_rules():
+    world = W.sample_world(4, n_modifications=0)
+    assert world.modified_actions == []
+    stats, agent = W.run_world(world, "walle", n_iters=2, seed=4)
+    assert agent.model.rules == [] and all(s["success"] == 1.0 for s in stats)
+    assert all(s["real_failures"] == 0 for s in stats)
+
+
+def test_walle_beats_react_on_a_few_worlds():
+    res = W.evaluate(range(6), methods=("walle", "react"), n_iters=3)
+    assert res["walle"]["success"][:, -1].mean() >= res["react"]["success"][:, -1].mean() + 0.3
+    assert res["walle"]["accuracy"].mean() > res["react"]["accuracy"].mean()
+
+
+def test_invalid_inputs_raise_clear_errors():
+    env = W.MiniMars(W.sample_world(0))
+    with pytest.raises(ValueError, match="action must be one of"):
+        env.step("fly")
+    with pytest.raises(ValueError, match="outside"):
+        env.step("move_99")
+    with pytest.raises(TypeError, match="action must be a str"):
+        env.step(3)
+    with pytest.raises(ValueError, match="method"):
+        W.Agent("magic")
+    with pytest.raises(ValueError, match="n_modifications"):
+        W.sample_world(0, 9)
+    with pytest.raises(TypeError, match="world"):
+        W.MiniMars("world")
+    with pytest.raises(ValueError, match="n_iters"):
+        W.run_world(W.sample_world(0), "walle", n_iters=0)
