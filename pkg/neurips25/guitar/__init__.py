@@ -1,0 +1,39 @@
+"""GUITAR: Gaussian-regression-driven tensorized incomplete multi-view clustering (NeurIPS 2025).
+
+``tensor`` (t-SVD, rank surrogates and their prox), ``data`` (multi-view digits, masks, metrics),
+``solver`` (graphs and the ADMM solver), ``baselines`` and ``experiments`` (the chapter's grid;
+``python -m neurips25.guitar`` stores it in ``notebooks/results/guitar.json``).
+"""
+from .baselines import apmc, concat_kmeans, normalise_views, single_view_kmeans
+from .data import (
+    VIEW_NAMES,
+    check_views,
+    clustering_accuracy,
+    clustering_scores,
+    missing_masks,
+    multiview_digits,
+    nmi,
+    purity,
+)
+from .experiments import ABLATIONS, BASELINES, DEFAULTS, METHODS, run_grid, run_method
+from .solver import GUITAR, knn_cosine_graph, normalized_laplacian, preprocess, spectral_labels
+from .tensor import (
+    RANK_SURROGATES,
+    rank_surrogate,
+    rank_surrogate_grad,
+    shrink,
+    t_product,
+    t_svd,
+    t_transpose,
+    tensor_prox,
+    tensor_rank_penalty,
+)
+
+__all__ = [
+    "apmc", "concat_kmeans", "normalise_views", "single_view_kmeans",
+    "ABLATIONS", "BASELINES", "DEFAULTS", "METHODS", "run_grid", "run_method",
+    "VIEW_NAMES", "check_views", "clustering_accuracy", "clustering_scores", "missing_masks",
+    "multiview_digits", "nmi", "purity", "GUITAR", "knn_cosine_graph", "normalized_laplacian",
+    "preprocess", "spectral_labels", "RANK_SURROGATES", "rank_surrogate", "rank_surrogate_grad", "shrink",
+    "t_product", "t_svd", "t_transpose", "tensor_prox", "tensor_rank_penalty",
+]

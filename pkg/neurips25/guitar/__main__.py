@@ -1,0 +1,3 @@
+from .experiments import main
+
+main()

@@ -1,0 +1,181 @@
+"""Tests of the GUITAR chapter module: t-SVD algebra, rank surrogates, graphs, metrics, solver."""
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from neurips25.guitar import (
+    GUITAR,
+    apmc,
+    check_views,
+    clustering_accuracy,
+    clustering_scores,
+    knn_cosine_graph,
+    missing_masks,
+    multiview_digits,
+    normalized_laplacian,
+    purity,
+    rank_surrogate,
+    rank_surrogate_grad,
+    shrink,
+    t_product,
+    t_svd,
+    t_transpose,
+    tensor_prox,
+    tensor_rank_penalty,
+)
+
+
+def _rand(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+@pytest.mark.parametrize("n3", [1, 4, 5])
+def test_t_svd_reconstructs_and_is_orthogonal(n3):
+    T = _rand(6, 4, n3)
+    U, S, V = t_svd(T)
+    rec = t_product(t_product(U, S), t_transpose(V))
+    assert torch.allclose(rec, T, atol=1e-10)
+    eye = t_product(t_transpose(U), U)  # identity tensor: I in slice 0, zeros elsewhere
+    assert torch.allclose(eye[:, :, 0], torch.eye(4, dtype=T.dtype), atol=1e-10)
+    assert torch.allclose(eye[:, :, 1:], torch.zeros_like(eye[:, :, 1:]), atol=1e-10)
+
+
+def test_t_product_matches_block_circulant():
+    A, B = _rand(3, 2, 4, seed=1), _rand(2, 5, 4, seed=2)
+    n3 = 4
+    circ = torch.cat([torch.cat([A[:, :, (i - j) % n3] for j in range(n3)], 1) for i in range(n3)], 0)
+    unfold = torch.cat([B[:, :, k] for k in range(n3)], 0)
+    C = circ @ unfold
+    expected = torch.stack([C[3 * k:3 * (k + 1)] for k in range(n3)], 2)
+    assert torch.allclose(t_product(A, B), expected, atol=1e-10)
+
+
+def test_nuclear_prox_is_singular_value_soft_thresholding():
+    # With n3 = 1 the tensor is a matrix and the prox is ordinary SVT.
+    M, tau = _rand(7, 5, seed=3), 0.8
+    U, s, Vh = torch.linalg.svd(M, full_matrices=False)
+    svt = U @ torch.diag((s - tau).clamp_min(0)) @ Vh
+    G = tensor_prox(M[:, :, None], tau, "nuclear")
+    assert torch.allclose(G[:, :, 0], svt, atol=1e-10)
+
+
+def test_nuclear_tensor_prox_is_optimal():
+    # The prox minimises tau ||G||_* + ||G - T||^2 / 2; random perturbations must not do better.
+    T, tau = _rand(5, 4, 3, seed=4), 0.7
+    obj = lambda G: tau * tensor_rank_penalty(G, "nuclear") + 0.5 * ((G - T) ** 2).sum()  # noqa: E731
+    G = tensor_prox(T, tau, "nuclear")
+    best = obj(G)
+    for s in range(20):
+        assert obj(G + 1e-3 * _rand(5, 4, 3, seed=100 + s)) >= best - 1e-12
+
+
+def test_hp_ldelta_shrinks_large_singular_values_less_than_nuclear():
+    sigma = torch.tensor([0.001, 0.05, 1.0, 3.0, 10.0], dtype=torch.float64)
+    tau = 0.5
+    nuc, hp = shrink(sigma, tau, "nuclear"), shrink(sigma, tau, "hp_ldelta", 1e-2)
+    big = sigma >= 1
+    assert (sigma[big] - hp[big] < sigma[big] - nuc[big]).all()
+    assert torch.allclose(hp[sigma >= 3], sigma[sigma >= 3], atol=1e-2)  # large ones kept ~intact
+    assert (hp[sigma < 0.1] == 0).all()  # small ones removed
+    # and on a tensor: the top singular value of every Fourier slice survives better
+    T = _rand(8, 4, 3, seed=5) * 3
+    top = lambda G: torch.linalg.svdvals(torch.fft.rfft(G, dim=2).permute(2, 0, 1))[:, 0]  # noqa: E731
+    assert (top(tensor_prox(T, 1.0, "hp_ldelta")) > top(tensor_prox(T, 1.0, "nuclear"))).all()
+
+
+@pytest.mark.parametrize("kind", ["ldelta", "hp_ldelta"])
+def test_surrogate_gradient_matches_finite_differences(kind):
+    x = torch.linspace(0.05, 4, 30, dtype=torch.float64)
+    h = 1e-6
+    fd = (rank_surrogate(x + h, kind) - rank_surrogate(x - h, kind)) / (2 * h)
+    assert torch.allclose(rank_surrogate_grad(x, kind), fd, rtol=1e-5, atol=1e-8)
+    assert torch.allclose(rank_surrogate(torch.zeros(1, dtype=torch.float64), kind), torch.zeros(1, dtype=torch.float64))
+    assert rank_surrogate(torch.tensor(50.0), kind) <= 1.01 + 1e-9
+
+
+def test_tensor_rank_penalty_counts_conjugate_slices():
+    T = _rand(4, 3, 6, seed=6)
+    full = torch.linalg.svdvals(torch.fft.fft(T, dim=2).permute(2, 0, 1)).sum() / 6
+    assert torch.allclose(tensor_rank_penalty(T, "nuclear"), full, atol=1e-9)
+
+
+def test_knn_graph_and_laplacian_properties():
+    Z = _rand(5, 40, seed=7)
+    S = knn_cosine_graph(Z, 4)
+    assert torch.equal(S, S.T) and (S >= 0).all() and (S.diagonal() == 0).all()
+    assert ((S > 0).sum(1) >= 1).all()
+    L = normalized_laplacian(S)
+    assert torch.allclose(L, L.T)
+    ev = torch.linalg.eigvalsh(L)
+    assert ev.min() > -1e-10 and ev.max() < 2 + 1e-10  # spectrum of a normalised Laplacian in [0, 2]
+    d = S.sum(1)
+    assert torch.allclose(L @ d.sqrt(), torch.zeros_like(d), atol=1e-10)  # D^{1/2} 1 is in the kernel
+    with pytest.raises(ValueError, match="k must be"):
+        knn_cosine_graph(Z, 40)
+    with pytest.raises(ValueError, match="symmetric"):
+        normalized_laplacian(torch.triu(S))
+
+
+def test_accuracy_matches_brute_force_permutations():
+    rng = np.random.default_rng(0)
+    y, p = rng.integers(0, 4, 60), rng.integers(0, 4, 60)
+    brute = max(np.mean(np.array(perm)[p] == y) for perm in itertools.permutations(range(4)))
+    assert clustering_accuracy(y, p) == pytest.approx(brute)
+    assert clustering_accuracy(y, (y + 1) % 4) == 1.0  # relabelling does not matter
+    assert purity(y, p) >= clustering_accuracy(y, p)
+    with pytest.raises(ValueError, match="equal length"):
+        clustering_accuracy(y, p[:-1])
+
+
+def test_missing_masks_keep_a_view_per_sample():
+    M = missing_masks(300, 4, 0.5, seed=1)
+    assert M.shape == (300, 4) and M.any(1).all()
+    assert 0.4 < 1 - M.mean() <= 0.5
+    with pytest.raises(ValueError, match="rate"):
+        missing_masks(10, 3, 1.0)
+
+
+def test_mask_with_a_sample_missing_every_view_raises():
+    views, _ = multiview_digits(50, seed=0)
+    M = np.ones((50, 4), dtype=bool)
+    M[[3, 7]] = False
+    with pytest.raises(ValueError, match=r"samples \[3, 7\].*miss every view"):
+        GUITAR(10).fit(views, M)
+    with pytest.raises(TypeError, match="boolean"):
+        check_views(views, M.astype(int))
+    with pytest.raises(ValueError, match="shape"):
+        check_views(views, M[:, :3])
+
+
+def test_guitar_validates_its_parameters():
+    views, _ = multiview_digits(30, seed=0)
+    M = missing_masks(30, 4, 0.2, seed=0)
+    with pytest.raises(ValueError, match="rank must be"):
+        GUITAR(3, rank="logdet").fit(views, M)
+    with pytest.raises(ValueError, match="noise must be"):
+        GUITAR(3, noise="l1").fit(views, M)
+    with pytest.raises(ValueError, match="n_clusters"):
+        GUITAR(1).fit(views, M)
+
+
+def _blobs(n_per=30, seed=0):
+    """Three well-separated clusters seen through two views, a third of each view missing."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(3), n_per)
+    centers = [np.eye(8)[:3] * 6, np.eye(6)[:3] * 6]
+    views = [c[y] + 0.3 * rng.standard_normal((len(y), c.shape[1])) for c in centers]
+    M = missing_masks(len(y), 2, 0.3, seed=seed)
+    return views, M, y
+
+
+def test_separable_toy_is_clustered_perfectly_and_converges():
+    views, M, y = _blobs()
+    g = GUITAR(3, max_iter=100, eta=1.3, seed=0)
+    labels = g.fit_predict(views, M, dims=[8, 6])
+    assert clustering_scores(y, labels) == {"ACC": 1.0, "NMI": 1.0, "purity": 1.0}
+    h = g.history_
+    assert h["residual_X"][-1] < 1e-4 and h["residual_Z"][-1] < 1e-4
+    assert all(np.isfinite(h["objective"]))
+    assert clustering_accuracy(y, apmc(views, M, 3)) == 1.0
