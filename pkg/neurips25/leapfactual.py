@@ -1,0 +1,336 @@
+"""LeapFactual: counterfactual explanations by leaping through a conditional flow (NeurIPS 2025).
+
+Conventions of the paper: a pretrained generator g maps latents to inputs; its encoder g⁻¹ gives the
+*flattened* latent space Z₁ (flow time t = 1); Gaussian noise Z₀ (t = 0) is the *structured* space.
+A conditional velocity v_ψ(z, t, c) is trained by CE-CFM (I-CFM conditioned on the classifier's
+**predicted** label). A *leap* (Alg. 1) lifts z from t = 1 to 0 with the current class and lands it
+from 0 to 1 with the target class; γ scales the velocity, never the time span. LeapFactual (Alg. 2)
+repeats partial leaps (blending, γ < 1), re-querying the classifier after each, then optionally
+injects (γ_lift < γ_land) for *reliable* counterfactuals (LeapFactual_R).
+
+The classifier is only *called*, never differentiated: it can be a numpy function, a scikit-learn
+model or a human annotator. The VAE and the flow are learned, so they are ``LightningModule``s; the
+leap, the ODE integrator and the exact toy field are plain functions.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .nn import MLP
+
+__all__ = [
+    "odeint", "trunc_normal_mean", "SquaresToy", "leap", "leapfactual", "query", "cgm_swap",
+    "opt_counterfactual", "VAE", "CECFM", "fit_classifier", "counterfactual_metrics",
+]
+
+Velocity = Callable[[torch.Tensor, float, torch.Tensor], torch.Tensor]
+
+
+# --- a fixed-step ODE integrator -----------------------------------------------------------------
+
+def odeint(f: Callable[[torch.Tensor, float], torch.Tensor], z: torch.Tensor, t0: float, t1: float,
+           steps: int = 32, method: str = "rk4") -> torch.Tensor:
+    """Integrate dz/dt = f(z, t) from t0 to t1 (either direction) with ``steps`` fixed Euler/RK4 steps."""
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    if method not in ("rk4", "euler"):
+        raise ValueError(f"method must be 'rk4' or 'euler', got {method!r}")
+    h = (t1 - t0) / steps
+    for i in range(steps):
+        t = t0 + i * h
+        if method == "euler":
+            z = z + h * f(z, t)
+            continue
+        k1 = f(z, t)
+        k2 = f(z + 0.5 * h * k1, t + 0.5 * h)
+        k3 = f(z + 0.5 * h * k2, t + 0.5 * h)
+        k4 = f(z + h * k3, t + h)
+        z = z + h / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return z
+
+
+# --- toy 2-D: four uniform squares, the exact CE-CFM velocity -------------------------------------
+
+def trunc_normal_mean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Mean of a standard normal truncated to [a, b] (a < b), stable far in the tails (float64)."""
+    def tail(a, b):  # 0 <= a < b: Mills ratio times a ratio of two expm1's, no cancellation
+        log_phi_a = -0.5 * a**2 - 0.5 * math.log(2 * math.pi)
+        la, lb = torch.special.log_ndtr(-a), torch.special.log_ndtr(-b)
+        num = -torch.expm1(-(b - a) * (b + a) / 2)
+        den = -torch.expm1(lb - la)
+        return torch.exp(log_phi_a - la) * num / den
+
+    phi = lambda s: torch.exp(-0.5 * s**2) / math.sqrt(2 * math.pi)  # noqa: E731
+    mid = (phi(a) - phi(b)) / (torch.special.ndtr(b) - torch.special.ndtr(a))
+    pos = tail(a.clamp(min=0), torch.maximum(b, a.clamp(min=0) + 1e-300))
+    neg = -tail((-b).clamp(min=0), torch.maximum(-a, (-b).clamp(min=0) + 1e-300))
+    return torch.where(a >= 0, pos, torch.where(b <= 0, neg, mid))
+
+
+class SquaresToy:
+    """Four uniform squares of half-width ``w`` centred at c_k ∈ {±s}² (classes 0..3 counter-clockwise
+    from the (+, +) quadrant), and the exact I-CFM velocity from N(0, I) (t = 0) to each square (t = 1).
+
+    With z_t = t z₁ + (1 − t) z₀ and z₁ = c + r, the class-c field is a moving translate of the centred
+    one: v(z, t | c) = c + v₀(z − t c, t), so every class flow is ψ_t^c(z₀) = t c + ψ_t^0(z₀) and a full
+    leap maps z ↦ z − c_s + c_t exactly. Per coordinate v₀(y, t) = (y + R)/t with R the mean of a
+    standard normal truncated to [(−wt − y)/(1 − t), (wt − y)/(1 − t)] (= −E[z₀ | z_t = y]).
+    Off the squares the field blows up like 1/(1 − t) as t → 1, so it is frozen for t > 1 − ``delta``
+    (any v₀ keeps the translation identity; the freeze only blurs the square edges by ~δ).
+    """
+
+    def __init__(self, s: float = 0.25, w: float = 0.2, delta: float = 0.01):
+        if not 0 < w <= s:
+            raise ValueError(f"w must be in (0, s] so the squares do not overlap, got w={w}, s={s}")
+        if not 0 < delta < 0.5:
+            raise ValueError(f"delta must be in (0, 0.5), got {delta}")
+        self.s, self.w, self.delta = float(s), float(w), float(delta)
+        self.centres = torch.tensor([[s, s], [-s, s], [-s, -s], [s, -s]], dtype=torch.float64)
+
+    def sample(self, n: int, y: torch.Tensor | None = None, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        g = torch.Generator().manual_seed(seed)
+        if y is None:
+            y = torch.randint(0, 4, (n,), generator=g)
+        r = (2 * torch.rand(len(y), 2, generator=g, dtype=torch.float64) - 1) * self.w
+        return self.centres[y] + r, y
+
+    def classify(self, z) -> np.ndarray:
+        """The true (quadrant) classifier — a plain numpy function, as a black box would be."""
+        z = np.asarray(z)
+        return np.select([(z[:, 0] > 0) & (z[:, 1] > 0), (z[:, 0] <= 0) & (z[:, 1] > 0),
+                          (z[:, 0] <= 0) & (z[:, 1] <= 0)], [0, 1, 2], 3)
+
+    def v0(self, y: torch.Tensor, t: float) -> torch.Tensor:
+        if t < 1e-6:  # the t → 0 limit: E[z₁] − z₀ with E[r] = 0
+            return -y
+        t = min(t, 1.0 - self.delta)  # the field diverges like 1/(1 − t) off the squares: freeze it
+        one_m = 1.0 - t
+        a = (-self.w * t - y) / one_m
+        b = (self.w * t - y) / one_m
+        return (y + trunc_normal_mean(a, b)) / t
+
+    def velocity(self, z: torch.Tensor, t: float, y: torch.Tensor) -> torch.Tensor:
+        c = self.centres.to(z)[y]
+        return c + self.v0(z - t * c, t)
+
+
+# --- Algorithm 1 and 2 ---------------------------------------------------------------------------
+
+def _check_labels(y, n: int, name: str, n_classes: int | None = None) -> torch.Tensor:
+    y = torch.as_tensor(np.asarray(y) if not torch.is_tensor(y) else y)
+    if y.ndim == 0:
+        y = y.expand(n)
+    if y.shape != (n,):
+        raise ValueError(f"{name} must be an int or shape ({n},) labels, got shape {tuple(y.shape)}")
+    if y.is_floating_point():
+        raise TypeError(f"{name} must hold integer class labels, got dtype {y.dtype}")
+    if n_classes is not None and ((y < 0) | (y >= n_classes)).any():
+        raise ValueError(f"{name} must be in [0, {n_classes}), got values {y.unique().tolist()}")
+    return y.long()
+
+
+def leap(velocity: Velocity, z: torch.Tensor, y_c, y_t, gamma_lift: float = 1.0, gamma_land: float = 1.0,
+         steps: int = 32, method: str = "rk4") -> torch.Tensor:
+    """Algorithm 1. Lift: dz/dτ = γ_lift v(z, τ, y_c) from τ = 1 to 0; Land: dz/dτ = γ_land v(z, τ, y_t)
+    from τ = 0 to 1. With γ = 1 and an exact flow this swaps the class and keeps everything else."""
+    if not torch.is_tensor(z) or z.ndim != 2:
+        raise ValueError(f"z must be a (B, d) tensor, got {type(z).__name__} {getattr(z, 'shape', '')}")
+    y_c = _check_labels(y_c, len(z), "y_c").to(z.device)
+    y_t = _check_labels(y_t, len(z), "y_t").to(z.device)
+    for name, g in (("gamma_lift", gamma_lift), ("gamma_land", gamma_land)):
+        if not g > 0:
+            raise ValueError(f"{name} must be positive, got {g}")
+    with torch.no_grad():
+        z = odeint(lambda u, t: gamma_lift * velocity(u, t, y_c), z, 1.0, 0.0, steps, method)
+        return odeint(lambda u, t: gamma_land * velocity(u, t, y_t), z, 0.0, 1.0, steps, method)
+
+
+def query(classifier: Callable, x: torch.Tensor) -> torch.Tensor:
+    """Ask a black-box classifier for labels: it receives a detached CPU tensor (no graph, so it can
+    never be differentiated) and may return labels (B,) or scores (B, K), as torch or numpy."""
+    with torch.no_grad():
+        out = classifier(x.detach().cpu())
+    out = out.detach().cpu() if torch.is_tensor(out) else torch.as_tensor(np.asarray(out))
+    if out.ndim == 2:
+        out = out.argmax(1)
+    if out.shape != (len(x),):
+        raise ValueError(f"classifier must return (B,) labels or (B, K) scores, got shape {tuple(out.shape)}")
+    return out.long()
+
+
+def leapfactual(x: torch.Tensor, classifier: Callable, target, velocity: Velocity,
+                encode: Callable | None = None, decode: Callable | None = None, n_blend: int = 20,
+                gamma_blend: float = 0.1, n_inject: int = 0, gamma_inject: tuple[float, float] = (1.0, 1.025),
+                steps: int = 32, n_classes: int | None = None, return_path: bool = False):
+    """Algorithm 2. z = g⁻¹(x), y_c = f(g(z)); blending: up to ``n_blend`` leaps with γ_lift = γ_land =
+    ``gamma_blend`` from y_c to the target, re-querying f after each (a sample whose y_c already equals
+    the target would leap onto itself, so it is skipped); injection (LeapFactual_R): ``n_inject`` leaps
+    with (γ_lift, γ_land) = ``gamma_inject``. Returns (x_CE, z_CE, y_final) [, list of z per leap]."""
+    if not torch.is_tensor(x) or x.ndim != 2:
+        raise ValueError(f"x must be a (B, D) tensor, got {type(x).__name__} {getattr(x, 'shape', '')}")
+    if not callable(classifier):
+        raise TypeError(f"classifier must be callable, got {type(classifier).__name__}")
+    target = _check_labels(target, len(x), "target", n_classes)
+    if not 0 < gamma_blend <= 1:
+        raise ValueError(f"gamma_blend must be in (0, 1], got {gamma_blend}")
+    for name, n in (("n_blend", n_blend), ("n_inject", n_inject)):
+        if not isinstance(n, int) or n < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {n!r}")
+    encode = encode or (lambda u: u)
+    decode = decode or (lambda u: u)
+    with torch.no_grad():
+        z = encode(x)
+        y_c = query(classifier, decode(z))
+        path = [z.clone()]
+        for _ in range(n_blend):
+            todo = y_c != target
+            if not todo.any():
+                break
+            z = z.clone()
+            z[todo] = leap(velocity, z[todo], y_c[todo], target[todo], gamma_blend, gamma_blend, steps)
+            y_c = query(classifier, decode(z))
+            path.append(z.clone())
+        for _ in range(n_inject):
+            z = leap(velocity, z, y_c, target, gamma_inject[0], gamma_inject[1], steps)
+            y_c = query(classifier, decode(z))
+            path.append(z.clone())
+        out = (decode(z), z, y_c)
+    return (*out, path) if return_path else out
+
+
+def cgm_swap(x: torch.Tensor, classifier: Callable, target, velocity: Velocity, encode=None, decode=None,
+             steps: int = 32):
+    """A conditional-generative-model counterfactual: one full leap (γ = 1) from f's label to the target."""
+    return leapfactual(x, classifier, target, velocity, encode, decode, n_blend=1, gamma_blend=1.0, steps=steps)
+
+
+def opt_counterfactual(x: torch.Tensor, classifier: nn.Module, target, encode: Callable, decode: Callable,
+                       lr: float = 0.05, max_steps: int = 300, lam: float = 0.01):
+    """Opt-based baseline: gradient descent on CE(f(g(z)), target) + λ‖z − z⁽⁰⁾‖² in latent space, each
+    sample stopped as soon as f predicts the target — which leaves it hugging f's decision boundary.
+    Needs gradients of f, so f must be a differentiable torch module."""
+    if not isinstance(classifier, nn.Module):
+        raise TypeError("classifier must be a differentiable torch.nn.Module for the Opt baseline")
+    target = _check_labels(target, len(x), "target")
+    with torch.no_grad():
+        z0 = encode(x)
+    z = z0.clone().requires_grad_(True)
+    opt = torch.optim.Adam([z], lr=lr)
+    done = torch.zeros(len(x), dtype=torch.bool)
+    for _ in range(max_steps):
+        logits = classifier(decode(z))
+        done = done | (logits.argmax(1) == target).detach()
+        if done.all():
+            break
+        loss = F.cross_entropy(logits, target, reduction="none") + lam * ((z - z0) ** 2).sum(1)
+        opt.zero_grad()
+        (loss * (~done)).sum().backward()
+        z.grad[done] = 0.0  # freeze the samples that already flipped
+        opt.step()
+    with torch.no_grad():
+        return decode(z), z.detach(), classifier(decode(z)).argmax(1)
+
+
+# --- learned parts: the generator (VAE) and the conditional flow (CE-CFM) --------------------------
+
+def _lightning_module():
+    import lightning as L
+
+    return L.LightningModule
+
+
+class VAE(_lightning_module()):
+    """MLP VAE on flattened images in [0, 1]: encoder → (μ, log σ²), Bernoulli decoder; g⁻¹(x) := μ(x)."""
+
+    def __init__(self, in_dim: int = 64, hidden: int = 128, latent: int = 16, beta: float = 1.0,
+                 lr: float = 2e-3):
+        super().__init__()
+        self.save_hyperparameters()
+        self.enc = MLP(in_dim, [hidden, hidden], 2 * latent, "silu")
+        self.dec = MLP(latent, [hidden, hidden], in_dim, "silu")
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        return self.enc(x)[:, : self.hparams.latent]
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.dec(z))
+
+    def training_step(self, batch, batch_idx):
+        x = batch[0]
+        mu, logvar = self.enc(x).chunk(2, dim=1)
+        z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
+        rec = F.binary_cross_entropy_with_logits(self.dec(z), x, reduction="none").sum(1)
+        kl = 0.5 * (mu**2 + logvar.exp() - 1 - logvar).sum(1)
+        loss = (rec + self.hparams.beta * kl).mean()
+        self.log("train_loss", loss)
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+
+
+class CECFM(_lightning_module()):
+    """CE-CFM: v_ψ(z, t, c) on [z, onehot(c), t] (MLP, SELU as in the official code), trained with
+    E‖v_ψ(t z₁ + (1 − t) z₀, t, c) − (z₁ − z₀)‖², z₀ ~ N(0, I), c = the classifier's predicted label."""
+
+    def __init__(self, dim: int = 16, n_classes: int = 10, hidden: Sequence[int] = (256, 256, 256),
+                 lr: float = 1e-3):
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = MLP(dim + n_classes + 1, list(hidden), dim, "selu")
+
+    def forward(self, z: torch.Tensor, t, c: torch.Tensor) -> torch.Tensor:
+        t = torch.as_tensor(t, dtype=z.dtype, device=z.device).expand(len(z), 1) if not torch.is_tensor(t) \
+            or t.ndim == 0 else t.reshape(-1, 1).to(z)
+        onehot = F.one_hot(c.long(), self.hparams.n_classes).to(z)
+        return self.net(torch.cat([z, onehot, t], dim=1))
+
+    def velocity(self, z: torch.Tensor, t: float, c: torch.Tensor) -> torch.Tensor:
+        return self(z, t, c)
+
+    def training_step(self, batch, batch_idx):
+        z1, c = batch
+        z0 = torch.randn_like(z1)
+        t = torch.rand(len(z1), 1, device=z1.device, dtype=z1.dtype)
+        loss = ((self(t * z1 + (1 - t) * z0, t, c) - (z1 - z0)) ** 2).sum(1).mean()
+        self.log("train_loss", loss)
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+
+
+def fit_classifier(X: torch.Tensor, y: torch.Tensor, hidden: Sequence[int] = (), epochs: int = 200,
+                   lr: float = 1e-2, weight_decay: float = 1e-3, seed: int = 0) -> nn.Module:
+    """A small (deliberately weak, if given little data) torch classifier, full-batch Adam. Plain torch:
+    it is the model under explanation, not the method of the chapter."""
+    if len(X) != len(y) or len(X) == 0:
+        raise ValueError(f"X and y must be non-empty with equal length, got {len(X)} and {len(y)}")
+    torch.manual_seed(seed)
+    f = MLP(X.shape[1], list(hidden), int(y.max()) + 1, "silu")
+    opt = torch.optim.Adam(f.parameters(), lr=lr, weight_decay=weight_decay)
+    for _ in range(epochs):
+        opt.zero_grad()
+        F.cross_entropy(f(X), y).backward()
+        opt.step()
+    return f.eval().requires_grad_(False)
+
+
+def counterfactual_metrics(x: torch.Tensor, x_ce: torch.Tensor, target: torch.Tensor, classifier: Callable,
+                           oracle: Callable, reference: torch.Tensor) -> dict[str, float]:
+    """Flip rate of the explained f, agreement of the oracle with the target, L2 distance to the input,
+    and the distance to the nearest real image (``reference``) as an in-distribution score."""
+    x_ce = x_ce.detach().cpu()
+    nn_dist = torch.cdist(x_ce, reference.cpu()).min(1).values
+    return {
+        "flip": float((query(classifier, x_ce) == target).float().mean()),
+        "oracle": float((query(oracle, x_ce) == target).float().mean()),
+        "dist": float((x_ce - x.cpu()).norm(dim=1).mean()),
+        "nn_dist": float(nn_dist.mean()),
+    }

@@ -1,0 +1,136 @@
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from neurips25.leapfactual import (
+    CECFM,
+    VAE,
+    SquaresToy,
+    cgm_swap,
+    counterfactual_metrics,
+    fit_classifier,
+    leap,
+    leapfactual,
+    odeint,
+    opt_counterfactual,
+    trunc_normal_mean,
+)
+from neurips25.runtime import make_trainer, seed_everything
+
+
+def test_odeint_rk4_exact_on_exponential():
+    z = odeint(lambda u, t: -u, torch.ones(3, 1, dtype=torch.float64), 0.0, 1.0, steps=20)
+    assert torch.allclose(z, torch.full((3, 1), np.exp(-1.0), dtype=torch.float64), atol=1e-7)
+    back = odeint(lambda u, t: -u, z, 1.0, 0.0, steps=20)
+    assert torch.allclose(back, torch.ones(3, 1, dtype=torch.float64), atol=1e-7)
+
+
+def test_trunc_normal_mean_matches_quadrature_and_tails():
+    from scipy.stats import truncnorm
+
+    a = torch.tensor([-1.0, 0.5, -3.0, 2.0, -30.0, 8.0], dtype=torch.float64)
+    b = torch.tensor([2.0, 0.5001, -2.5, np.inf, -29.0, 9.0], dtype=torch.float64)
+    ref = truncnorm.mean(a.numpy(), b.numpy())
+    assert np.allclose(trunc_normal_mean(a, b).numpy(), ref, rtol=1e-6)
+
+
+def test_toy_velocity_is_translate_of_centred_field():
+    toy = SquaresToy()
+    z = torch.randn(50, 2, dtype=torch.float64)
+    y = torch.randint(0, 4, (50,))
+    t = 0.37
+    c = toy.centres[y]
+    assert torch.allclose(toy.velocity(z, t, y), c + toy.v0(z - t * c, t))
+    # at t = 0 the I-CFM field is E[z1 | c] - z0
+    assert torch.allclose(toy.velocity(z, 0.0, y), c - z)
+
+
+def test_toy_full_leap_is_translation():
+    toy = SquaresToy()
+    z, y = toy.sample(400, seed=1)
+    yt = (y + 1) % 4
+    z2 = leap(toy.velocity, z, y, yt, 1.0, 1.0, steps=32)
+    err = (z2 - (z - toy.centres[y] + toy.centres[yt])).norm(dim=1)
+    assert err.mean() < 1e-3
+    assert (toy.classify(z2) == yt.numpy()).mean() >= 0.99
+
+
+def test_equal_gammas_with_target_class_leave_z_unchanged():
+    toy = SquaresToy()
+    z, y = toy.sample(200, seed=2)
+    z2 = leap(toy.velocity, z, y, y, 0.3, 0.3, steps=32)
+    assert (z2 - z).norm(dim=1).max() < 1e-3
+    # and LeapFactual does not move samples the classifier already puts in the target class
+    x_ce, _, yf = leapfactual(z, toy.classify, y, toy.velocity, n_blend=5, gamma_blend=0.3)
+    assert torch.equal(x_ce, z) and torch.equal(yf, y)
+
+
+def test_blackbox_numpy_classifier_is_only_called():
+    toy = SquaresToy()
+    z, y = toy.sample(100, seed=3)
+    calls = []
+
+    def annotator(x):  # a numpy "human": would fail on a tensor that requires grad
+        assert not x.requires_grad
+        calls.append(len(x))
+        return toy.classify(np.asarray(x))
+
+    target = (y + 2) % 4
+    x_ce, _, yf = leapfactual(z, annotator, target, toy.velocity, n_blend=20, gamma_blend=0.2, steps=16)
+    assert calls and (yf == target).float().mean() >= 0.95
+    x_r, _, yr = leapfactual(z, annotator, target, toy.velocity, n_blend=20, gamma_blend=0.2, n_inject=3,
+                             gamma_inject=(1.0, 1.1), steps=16)
+    centre = toy.centres[target]
+    assert (x_r - centre).norm(dim=1).mean() < (x_ce - centre).norm(dim=1).mean()  # injection pulls inward
+    with pytest.raises(TypeError, match="nn.Module"):
+        opt_counterfactual(z, annotator, target, lambda u: u, lambda u: u)
+
+
+def test_validation_errors():
+    toy = SquaresToy()
+    z, y = toy.sample(10, seed=0)
+    with pytest.raises(ValueError, match="y_t"):
+        leap(toy.velocity, z, y, torch.zeros(3, dtype=torch.long))
+    with pytest.raises(ValueError, match="z must be"):
+        leap(toy.velocity, z[0], y, y)
+    with pytest.raises(ValueError, match="gamma_lift"):
+        leap(toy.velocity, z, y, y, gamma_lift=0.0)
+    with pytest.raises(ValueError, match="target must be in"):
+        leapfactual(z, toy.classify, 7, toy.velocity, n_classes=4)
+    with pytest.raises(TypeError, match="integer class labels"):
+        leapfactual(z, toy.classify, torch.zeros(10), toy.velocity)
+    with pytest.raises(TypeError, match="callable"):
+        leapfactual(z, "f", 1, toy.velocity)
+    with pytest.raises(ValueError, match="gamma_blend"):
+        leapfactual(z, toy.classify, 1, toy.velocity, gamma_blend=1.5)
+    with pytest.raises(ValueError, match="classifier must return"):
+        leapfactual(z, lambda x: np.zeros(3, dtype=int), 1, toy.velocity)
+    with pytest.raises(ValueError, match="steps"):
+        odeint(lambda u, t: u, z, 0.0, 1.0, steps=0)
+    with pytest.raises(ValueError, match="w must be"):
+        SquaresToy(0.25, 0.3)
+
+
+def test_smoke_digits_pipeline():
+    seed_everything(0)
+    X = torch.rand(96, 64)
+    y = torch.arange(96) % 3
+    f = fit_classifier(X, y, epochs=20)
+    vae = VAE(64, 32, 4)
+    make_trainer(2).fit(vae, DataLoader(TensorDataset(X), batch_size=32))
+    vae.eval()
+    cfm = CECFM(4, 3, (32, 32))
+    with torch.no_grad():
+        Z = vae.encode(X)
+    make_trainer(2).fit(cfm, DataLoader(TensorDataset(Z, y), batch_size=32))
+    cfm.eval()
+    target = (y[:8] + 1) % 3
+    x_ce, z_ce, yf = leapfactual(X[:8], f, target, cfm.velocity, vae.encode, vae.decode, n_blend=2,
+                                 n_inject=1, steps=4)
+    assert x_ce.shape == (8, 64) and z_ce.shape == (8, 4) and yf.shape == (8,)
+    assert torch.isfinite(x_ce).all()
+    x_cgm = cgm_swap(X[:8], f, target, cfm.velocity, vae.encode, vae.decode, steps=4)[0]
+    x_opt = opt_counterfactual(X[:8], f, target, vae.encode, vae.decode, max_steps=5)[0]
+    m = counterfactual_metrics(X[:8], x_opt, target, f, f, X)
+    assert set(m) == {"flip", "oracle", "dist", "nn_dist"} and x_cgm.shape == x_opt.shape
