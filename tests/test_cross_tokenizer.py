@@ -1,0 +1,154 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from neurips25 import cross_tokenizer as ct
+from neurips25.lm import build_tokenizer, tiny_model
+
+
+@pytest.fixture(scope="module")
+def toks():
+    corpus = ct.markov_corpus(300, seed=1)
+    return corpus, build_tokenizer("bpe", corpus, vocab_size=400), build_tokenizer("byte")
+
+
+def test_markov_corpus_is_seeded_and_validated():
+    assert ct.markov_corpus(5, seed=3) == ct.markov_corpus(5, seed=3)
+    assert ct.markov_corpus(5, seed=3) != ct.markov_corpus(5, seed=4)
+    with pytest.raises(ValueError, match="n must be"):
+        ct.markov_corpus(0)
+    with pytest.raises(ValueError, match="branching"):
+        ct.markov_corpus(3, n_words=5, branching=9)
+
+
+@pytest.mark.parametrize("debias", [False, True])
+def test_aligned_chunks_decode_to_identical_bytes(toks, debias):
+    corpus, bpe, byte = toks
+    bpe2 = build_tokenizer("bpe", corpus[::-1], vocab_size=300)
+    texts = corpus[:20] + ["naïve café déjà vu", "x  y"]
+    for tok_s in (byte, bpe2):
+        ids_t, et = ct.token_byte_ends(bpe, texts)
+        ids_s, es = ct.token_byte_ends(tok_s, texts)
+        for text, a, b, it, is_ in zip(texts, et, es, ids_t, ids_s):
+            assert a[-1] == b[-1] == len(text.encode())
+            ct_, cs, bounds = ct.align_chunks(a, b, text, debias=debias)
+            assert np.all(np.diff(ct_) >= 0) and np.all(np.diff(cs) >= 0)
+            for c in range(len(bounds)):
+                dt = bpe.decode([it[k] for k in np.flatnonzero(ct_ == c)])
+                ds = tok_s.decode([is_[k] for k in np.flatnonzero(cs == c)])
+                assert dt == ds and dt  # same, non-empty bytes
+            if debias:  # whole words: every chunk but the first starts with a space
+                starts = np.concatenate([[0], bounds[:-1]])
+                assert all(text.encode()[s:s + 1] == b" " for s in starts[1:])
+
+
+def test_align_chunks_rejects_mismatched_texts():
+    with pytest.raises(ValueError, match="different texts"):
+        ct.align_chunks(np.array([2, 5]), np.array([1, 4]))
+    with pytest.raises(ValueError, match="needs text"):
+        ct.align_chunks(np.array([2, 5]), np.array([5]), debias=True)
+    with pytest.raises(ValueError, match="bytes"):
+        ct.align_chunks(np.array([2, 5]), np.array([5]), "abc", debias=True)
+    with pytest.raises(TypeError, match="list of strings"):
+        ct.token_byte_ends(build_tokenizer("byte"), "one string")
+
+
+def test_chunk_logprobs_identical_tokenizers_equal_token_logprobs(toks):
+    corpus, bpe, _ = toks
+    _, e = ct.token_byte_ends(bpe, corpus[:4])
+    for ends in e:
+        ct_, cs, bounds = ct.align_chunks(ends, ends)
+        assert len(bounds) == len(ends) and np.array_equal(ct_, np.arange(len(ends)))
+        lp = -torch.rand(1, len(ends))
+        out = ct.chunk_logprobs(lp, torch.as_tensor(cs)[None], len(bounds))
+        torch.testing.assert_close(out, lp)
+    # padding (-1) is ignored; chunks sum their tokens
+    out = ct.chunk_logprobs(torch.tensor([[-1.0, -2.0, -3.0, -9.0]]), torch.tensor([[0, 0, 1, -1]]), 2)
+    torch.testing.assert_close(out, torch.tensor([[-3.0, -3.0]]))
+    with pytest.raises(ValueError, match="differ in shape"):
+        ct.chunk_logprobs(torch.zeros(1, 3), torch.zeros(1, 2, dtype=torch.long), 1)
+
+
+def test_log1mexp_stable():
+    x = torch.tensor([-1e-8, -1e-3, -0.5, -math.log(2), -5.0, -50.0], dtype=torch.float64)
+    torch.testing.assert_close(ct.log1mexp(x), torch.log(-torch.expm1(x)))
+    assert torch.isfinite(ct.log1mexp(torch.tensor([-1e-7, -100.0]))).all()
+
+
+def test_alm_loss_and_gradient_vanish_iff_equal():
+    lp_t = -torch.rand(3, 5, dtype=torch.float64) * 4 - 0.01
+    for tau in (1.0, 10.0):
+        lp_s = lp_t.clone().requires_grad_(True)
+        loss = ct.alm_loss(lp_t, lp_s, tau=tau)
+        loss.backward()
+        assert abs(float(loss.detach())) < 1e-12 and lp_s.grad.abs().max() < 1e-12
+        lp_s = (lp_t - 0.3).requires_grad_(True)
+        loss = ct.alm_loss(lp_t, lp_s, tau=tau)
+        assert float(loss.detach()) > 0
+        # finite-difference check of the gradient
+        g, = torch.autograd.grad(loss, lp_s)
+        d = torch.zeros_like(lp_s)
+        d[1, 2] = 1e-6
+        with torch.no_grad():
+            fd = (ct.alm_loss(lp_t, lp_s + d, tau=tau) - ct.alm_loss(lp_t, lp_s - d, tau=tau)) / 2e-6
+        assert abs(float(fd) - float(g[1, 2])) < 1e-6
+    mask = torch.zeros(3, 5)
+    mask[0, 0] = 1
+    assert float(ct.alm_loss(lp_t, lp_t - 1, mask)) == pytest.approx(float(ct.alm_loss(lp_t[:1, :1], lp_t[:1, :1] - 1)))
+    with pytest.raises(ValueError, match="same shape"):
+        ct.alm_loss(lp_t, lp_t[:, :2])
+    with pytest.raises(ValueError, match="tau"):
+        ct.alm_loss(lp_t, lp_t, tau=0)
+
+
+def test_bits_per_byte_tokenizer_invariant(toks):
+    # The same distribution written with two tokenizations: a byte model that puts all its mass on
+    # each text's bytes has log p(text) = sum of per-byte log-probs; spread the same total over the
+    # BPE tokens and the bits per byte agree.
+    corpus, bpe, byte = toks
+    texts = corpus[:10]
+    logp = -torch.rand(len(texts)) * 20
+    bpb = []
+    for tok in (bpe, byte):
+        ids = tok(texts, add_special_tokens=False)["input_ids"]
+        total = sum(float(torch.full((len(x),), float(lp) / len(x)).sum()) for x, lp in zip(ids, logp))
+        bpb.append(-total / math.log(2) / sum(len(t.encode()) for t in texts))
+    assert bpb[0] == pytest.approx(bpb[1])
+    with pytest.raises(ValueError, match="non-empty"):
+        ct.bits_per_byte(None, bpe, [])
+
+
+def test_fvt_and_transfer_model(toks):
+    corpus, bpe, byte = toks
+    teacher = tiny_model(bpe, n_layer=1, n_embd=16, n_head=2, n_positions=160)
+    student = ct.transfer_model(teacher, bpe, byte)
+    w_t, w_s = teacher.get_input_embeddings().weight, student.get_input_embeddings().weight
+    assert w_s.shape == (len(byte), 16)
+    # bytes are teacher tokens too: FVT copies their rows exactly
+    a = byte.convert_tokens_to_ids("a")
+    torch.testing.assert_close(w_s[a], w_t[bpe.convert_tokens_to_ids("a")])
+    torch.testing.assert_close(w_s[1], w_t[1])  # <bos>
+    assert torch.equal(student.lm_head.weight, w_s)  # tied head
+    with pytest.raises(ValueError, match="teacher_emb"):
+        ct.fvt_embeddings(torch.zeros(3, 4), bpe, byte)
+
+
+def test_distill_smoke_and_chunk_gap(toks):
+    corpus, bpe, _ = toks
+    tok_s = build_tokenizer("bpe", corpus[::-1], vocab_size=300)
+    teacher = tiny_model(bpe, n_layer=1, n_embd=16, n_head=2, n_positions=64)
+    assert ct.chunk_gap(teacher, bpe, teacher, bpe, corpus[:5]) == pytest.approx(0.0, abs=1e-5)
+    data = ct.DistillData(corpus[:32], teacher, bpe, tok_s)
+    for method in ct.METHODS:
+        student = ct.transfer_model(teacher, bpe, tok_s)
+        run = ct.distill(student, data, method, steps=3, batch_size=8, tau=10.0, lr=1e-3)
+        assert len(run.history) == 3 and all(math.isfinite(h) for h in run.history)
+    rows = ct.chunk_table(teacher, bpe, student, tok_s, corpus[0])
+    assert "".join(r["text"] for r in rows) == corpus[0]
+    assert math.isfinite(ct.bits_per_byte(student, tok_s, corpus[:4]))
+    with pytest.raises(ValueError, match="method"):
+        ct.CrossTokenizerDistiller(student, "uld")
+    with pytest.raises(TypeError, match="DistillData"):
+        ct.distill(student, corpus, "alm")

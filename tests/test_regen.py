@@ -1,0 +1,107 @@
+"""Tests of neurips25.regen: metrics, placeholders, the documentary split, InfoNCE, validation."""
+import pytest
+import torch
+
+from neurips25 import regen as R
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return R.make_documentaries(12, 10, seed=0)
+
+
+def test_rank_and_recall_hand_computed():
+    scores = torch.tensor([[0.9, 0.1, 0.5],    # truth 0: rank 1
+                           [0.9, 0.1, 0.5],    # truth 1: rank 3
+                           [0.2, 0.7, 0.5]])   # truth 2: rank 2
+    ranks = R.rank_of_truth(scores)
+    assert ranks.tolist() == [1, 3, 2]
+    assert R.recall_at_k(ranks, (1, 2, 3)) == pytest.approx({1: 1 / 3, 2: 2 / 3, 3: 1.0})
+    assert R.rank_of_truth(scores, [2, 2, 0]).tolist() == [2, 2, 3]
+    # ties count against nobody: only strictly higher scores push the truth down
+    assert R.rank_of_truth(torch.tensor([[0.5, 0.5]]), [1]).tolist() == [1]
+
+
+def test_random_recall_is_k_over_n():
+    d = R.DocTensors(torch.zeros(4, 3), torch.zeros(4, 3), torch.zeros(4, 3), torch.zeros(4, 2))
+    assert R.random_recall([d], (1, 2, 10)) == pytest.approx({1: 0.25, 2: 0.5, 10: 1.0})
+
+
+def test_placeholders_parse_and_fill_one_to_one():
+    script = "the fisher counts every coin . <quote> debt follows them everywhere . the nurse has had close calls . <quote>"
+    ctx = R.parse_placeholders(script)
+    assert ctx == [("the fisher counts every coin .", "debt follows them everywhere ."),
+                   ("the nurse has had close calls .", "")]
+    filled = R.fill_placeholders(script, ["A", "B"])
+    assert R.QUOTE not in filled and filled.index("“A”") < filled.index("“B”")
+    with pytest.raises(ValueError, match="one entry per placeholder"):
+        R.fill_placeholders(script, ["A"])
+    assert R.quote_coverage(script) == pytest.approx(2 / 5)
+    assert R.parse_lead("the fisher counts every coin .") == ("fisher", "money")
+    assert R.parse_lead("the fisher counts every goat .") is None
+
+
+def test_reference_teasers_round_trip(docs):
+    d = docs[0]
+    for _, script in R.teaser_examples(d, n=3, n_beats=2):
+        ctx = R.parse_placeholders(script)
+        assert len(ctx) == 2
+        for prev, nxt in ctx:
+            seg = [s for s in d.segments if s.lead == prev and s.follow == nxt]
+            assert seg and R.parse_lead(prev) == (seg[0].role, seg[0].aspect)
+
+
+def test_documentaries_and_split_leak_nothing(docs):
+    for d in docs:
+        assert len(set(d.quotes)) == len(d.quotes) == 10
+        assert len(set(d.cast)) == 3 and all(s.role in d.cast for s in d.segments)
+    train, test = R.split_documentaries(docs, 4, seed=1)
+    assert len(train) == 8 and len(test) == 4
+    assert not {d.doc_id for d in train} & {d.doc_id for d in test}
+    assert not {q for d in train for q in d.quotes} & {q for d in test for q in d.quotes}
+
+
+def test_infonce_separable_toy_reaches_r1_one():
+    # contexts and quotes share a private direction per segment: trivially separable
+    g = torch.Generator().manual_seed(0)
+    docs = []
+    for _ in range(6):
+        z = torch.nn.functional.normalize(torch.randn(8, 384, generator=g), dim=-1)
+        docs.append(R.DocTensors(z, z, z, torch.ones(8, 5)))
+    model = R.train_retriever(docs, 5, epochs=30, docs_per_batch=3, seed=0, hidden=64, gen_weight=0.0)
+    assert R.evaluate(R.score_docs(model.scores, docs))[1] == 1.0
+
+
+def test_losses_finite_and_masked_to_documentary():
+    m = R.QuoteRetriever(vocab_size=5, hidden=16)
+    e = torch.nn.functional.normalize(torch.randn(6, 384), dim=-1)
+    bow = torch.ones(6, 5)
+    l_gen, l_ret = m.losses(e, e, e, bow, torch.tensor([0, 0, 0, 1, 1, 1]))
+    assert torch.isfinite(l_gen) and torch.isfinite(l_ret)
+    # one candidate per documentary: the InfoNCE has nothing to contrast, its loss is exactly 0
+    _, l_one = m.losses(e, e, e, bow, torch.arange(6))
+    assert float(l_one.detach()) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_invalid_inputs_raise(docs):
+    with pytest.raises(ValueError, match="n_candidates >= 1"):
+        R.rank_of_truth(torch.zeros(3, 0))
+    with pytest.raises(ValueError, match="truth"):
+        R.rank_of_truth(torch.zeros(2, 3), [0, 5])
+    with pytest.raises(ValueError, match="unknown documentary"):
+        R.get_documentary(docs, 999)
+    assert R.get_documentary(docs, 3).doc_id == 3
+    with pytest.raises(ValueError, match="ranks is empty"):
+        R.recall_at_k(torch.tensor([]))
+    with pytest.raises(ValueError, match="n_test"):
+        R.split_documentaries(docs, 0)
+    with pytest.raises(ValueError, match="n_docs"):
+        R.make_documentaries(0)
+    with pytest.raises(ValueError, match="n_segments"):
+        R.make_documentaries(2, 10_000)
+    with pytest.raises(ValueError, match="alpha"):
+        R.QuoteRetriever(5, alpha=0.0, gen_weight=0.0)
+    with pytest.raises(ValueError, match="no candidate"):
+        R.fill_teaser("a . <quote>", R.Documentary(0, "x", ["fisher"]), None, None)
+    with pytest.raises(TypeError, match="script"):
+        R.parse_placeholders(3)
