@@ -14,6 +14,7 @@ from neurips25.leapfactual import (
     leapfactual,
     odeint,
     opt_counterfactual,
+    retrain_with_counterfactuals,
     trunc_normal_mean,
 )
 from neurips25.runtime import make_trainer, seed_everything
@@ -134,3 +135,21 @@ def test_smoke_digits_pipeline():
     x_opt = opt_counterfactual(X[:8], f, target, vae.encode, vae.decode, max_steps=5)[0]
     m = counterfactual_metrics(X[:8], x_opt, target, f, f, X)
     assert set(m) == {"flip", "oracle", "dist", "nn_dist"} and x_cgm.shape == x_opt.shape
+
+
+def test_retrain_with_counterfactuals_baseline_labels_and_validation():
+    g = torch.Generator().manual_seed(0)
+    X = torch.cat([torch.randn(40, 2, generator=g) - 2, torch.randn(40, 2, generator=g) + 2])
+    y = torch.arange(80) // 40
+    kw = dict(epochs=50, seeds=(0, 1))
+    base = retrain_with_counterfactuals(X[::8], y[::8], torch.empty(0, 2), torch.empty(0, dtype=torch.long), X, y, **kw)
+    direct = np.mean([float((fit_classifier(X[::8], y[::8], epochs=50, seed=s)(X).argmax(1) == y).float().mean())
+                      for s in (0, 1)])
+    assert base == pytest.approx(direct)  # an empty CE set is the plain refit
+    good = retrain_with_counterfactuals(X[::8], y[::8], X[1::2], y[1::2], X, y, **kw)
+    bad = retrain_with_counterfactuals(X[::8], y[::8], X[1::2], 1 - y[1::2], X, y, **kw)
+    assert good > bad  # CEs carrying the wrong label hurt
+    with pytest.raises(ValueError, match="x_ce must be"):
+        retrain_with_counterfactuals(X, y, torch.zeros(3, 5), torch.zeros(3, dtype=torch.long), X, y)
+    with pytest.raises(ValueError, match="y_ce"):
+        retrain_with_counterfactuals(X, y, torch.zeros(3, 2), torch.zeros(4, dtype=torch.long), X, y)
