@@ -1,0 +1,157 @@
+"""Tests for neurips25.tree_sb (TreeDSBM)."""
+import numpy as np
+import pytest
+import torch
+from scipy.stats import norm
+
+from neurips25.runtime import seed_everything
+from neurips25.tree_sb import (
+    Tree,
+    TreeBridgeMatching,
+    brownian_bridge,
+    bw2,
+    bw2_uvp,
+    gaussian_fixed_point_barycenter,
+    gaussian_tree_sb,
+    grid_multimarginal_sinkhorn,
+    simulate_tree,
+    star_tree,
+    tree_dsbm,
+)
+
+LAM = [0.2, 0.3, 0.5]
+MEANS = [[-1.0], [0.5], [2.0]]
+VARS = [0.5, 1.0, 2.0]
+
+
+def test_bridge_marginal_variance():
+    g = torch.Generator().manual_seed(0)
+    n, s = 200_000, 0.7
+    for t in (0.2, 0.5, 0.9):
+        x = brownian_bridge(torch.zeros(n, 1), torch.ones(n, 1), torch.full((n,), t), s, generator=g)
+        assert abs(x.mean().item() - t) < 0.01
+        assert abs(x.var().item() / (s**2 * t * (1 - t)) - 1) < 0.02
+
+
+def test_star_root_conditional_is_laplacian_formula():
+    sigma = 0.4
+    tree = star_tree(LAM, sigma)
+    B, C = tree.conditional()
+    np.testing.assert_allclose(B, [LAM], atol=1e-12)  # Y_0 | Y_leaves ~ N(Σ λ_i y_i, σ²)
+    np.testing.assert_allclose(C, [[sigma**2]], atol=1e-12)
+    # Schur complement = (diag λ − λλᵀ)/σ²: the pairwise cost Σ_{i<j} λ_iλ_j ‖x_i − x_j‖².
+    lam = np.array(LAM)
+    np.testing.assert_allclose(tree.observed_precision(), (np.diag(lam) - np.outer(lam, lam)) / sigma**2, atol=1e-10)
+
+
+def test_path_tree_conditional():
+    # 0 — 1 — 2 with the middle unobserved: Brownian bridge at time T_a/(T_a+T_b).
+    tree = Tree(3, [(0, 1), (1, 2)], [1.0, 3.0], [0, 2], sigma=0.5)
+    B, C = tree.conditional()
+    np.testing.assert_allclose(B, [[0.75, 0.25]], atol=1e-12)
+    np.testing.assert_allclose(C, [[0.25 * 1 * 3 / 4]], atol=1e-12)
+
+
+def test_single_edge_is_ordinary_bridge_matching():
+    # Single edge, both ends observed: the loss regresses exactly the DSBM bridge target.
+    tree = Tree(2, [(0, 1)], [1.0], [0, 1], sigma=0.3)
+    assert tree.edge_sigma() == [0.3]
+    m = TreeBridgeMatching(2, tree.edges, tree.lengths, tree.observed, 0.3, dim=2, hidden=(16,))
+    y = torch.randn(64, 2, 2)
+    torch.manual_seed(1)
+    loss = m.loss(y)
+    torch.manual_seed(1)
+    t = torch.rand(128) * 0.99
+    x0 = torch.cat([y[:, 0], y[:, 1]])
+    x1 = torch.cat([y[:, 1], y[:, 0]])
+    xt = brownian_bridge(x0, x1, t, 0.3)
+    code = torch.tensor([0] * 64 + [1] * 64)
+    pred = m.net(torch.cat([xt, torch.nn.functional.one_hot(code, 2).float()], 1), t)
+    ref = ((pred - (x1 - xt) / (1 - t[:, None])) ** 2).sum(1).mean()
+    assert torch.allclose(loss, ref, atol=1e-6)
+
+
+def test_entropic_barycentre_matches_grid_sinkhorn():
+    sigma = 0.5
+    m, C = gaussian_tree_sb(star_tree(LAM, sigma), MEANS, [[[v]] for v in VARS])
+    grid = np.linspace(-5, 8, 50)
+    marg = [norm.pdf(grid, mu[0], np.sqrt(v)) for mu, v in zip(MEANS, VARS)]
+    P = grid_multimarginal_sinkhorn(grid, marg, LAM, sigma)
+    P = P / P.sum()
+    X = np.stack(np.meshgrid(grid, grid, grid, indexing="ij"))
+    s = sum(lam * X[i] for i, lam in enumerate(LAM))
+    mu = (P * s).sum()
+    var = (P * (s - mu) ** 2).sum() + sigma**2
+    assert abs(mu - m[0]) < 1e-3
+    assert abs(var - C[0, 0]) < 2e-3
+    np.testing.assert_allclose(np.diag(C)[1:], VARS, rtol=1e-8)
+
+
+def test_entropic_barycentre_tends_to_fixed_point():
+    covs = [np.diag([1.0, 0.5]), np.array([[2.0, 0.5], [0.5, 1.0]]), np.diag([0.3, 1.5])]
+    S = gaussian_fixed_point_barycenter(covs, LAM)
+    # fixed point equation holds
+    R = np.linalg.cholesky(S)
+    assert np.allclose(S, S.T) and np.all(np.diag(R) > 0)
+    errs = []
+    for sigma in (0.5, 0.1, 0.02):
+        _, C = gaussian_tree_sb(star_tree(LAM, sigma), [np.zeros(2)] * 3, covs)
+        errs.append(bw2(np.zeros(2), C[:2, :2], np.zeros(2), S))
+    assert errs[0] > errs[1] > errs[2] and errs[2] < 1e-3
+
+
+def test_fixed_point_1d_closed_form():
+    S = gaussian_fixed_point_barycenter([[[v]] for v in VARS], LAM)
+    assert abs(S[0, 0] - sum(lam * np.sqrt(v) for lam, v in zip(LAM, VARS)) ** 2) < 1e-10
+
+
+def test_bw2_uvp_zero_for_exact_moments():
+    x = torch.randn(50_000, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    assert bw2_uvp(x, np.zeros(2), np.eye(2)) < 0.2
+    assert bw2(np.ones(2), np.eye(2), np.ones(2), np.eye(2)) == pytest.approx(0, abs=1e-10)
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(n_vertices=3, edges=[(0, 1), (1, 2), (2, 0)], lengths=[1, 1, 1], observed=[0]), "edges"),
+        (dict(n_vertices=4, edges=[(0, 1), (1, 0), (2, 3)], lengths=[1, 1, 1], observed=[0]), "connect"),
+        (dict(n_vertices=3, edges=[(0, 1), (1, 5)], lengths=[1, 1], observed=[0]), "unknown vertex"),
+        (dict(n_vertices=3, edges=[(0, 1), (1, 2)], lengths=[1, 0], observed=[0]), "lengths"),
+        (dict(n_vertices=3, edges=[(0, 1), (1, 2)], lengths=[1, -2], observed=[0]), "lengths"),
+        (dict(n_vertices=3, edges=[(0, 1), (1, 2)], lengths=[1, 1], observed=[7]), "observed"),
+        (dict(n_vertices=3, edges=[(0, 1), (1, 2)], lengths=[1, 1], observed=[0], sigma=0), "sigma"),
+    ],
+)
+def test_invalid_trees(kw, match):
+    with pytest.raises(ValueError, match=match):
+        Tree(**kw)
+
+
+def test_invalid_inputs():
+    with pytest.raises(ValueError, match="weights"):
+        star_tree([0.5, 0.6], 0.1)
+    with pytest.raises(ValueError, match="covs"):
+        gaussian_fixed_point_barycenter([np.eye(2), -np.eye(2)], [0.5, 0.5])
+    with pytest.raises(ValueError, match="y_obs"):
+        star_tree([0.5, 0.5], 0.1).sample_unobserved(torch.zeros(4, 3, 2))
+
+
+def test_traversal_leaf_root_leaves():
+    tree = star_tree([0.5, 0.5], 0.1)
+    assert [(u, v) for u, v, _ in tree.traversal(2)] == [(2, 0), (0, 1)]
+    codes = [c for *_, c in tree.traversal(2)]
+    assert codes == [3, 0]  # edge 1 backwards (leaf→root), edge 0 forwards (root→leaf)
+
+
+def test_tree_dsbm_smoke():
+    seed_everything(0)
+    tree = star_tree([0.5, 0.5], 0.3)
+    data = [torch.randn(256, 1) - 1, torch.randn(256, 1) + 1]
+    seen = []
+    model = tree_dsbm(tree, data, n_iter=2, steps=5, batch_size=64, hidden=(16,), n_steps=5,
+                      callback=lambda it, m: seen.append(it))
+    assert seen == [1, 2]
+    Y = simulate_tree(model, 1, data[0], n_steps=5)
+    assert Y.shape == (256, 3, 1) and torch.isfinite(Y).all()
+    assert torch.equal(Y[:, 1], data[0])
