@@ -1,0 +1,407 @@
+"""R2R — "Roads to Rome": token-level routing between a small (SLM) and a large (LLM) model.
+
+Fu et al., *R2R: Efficiently Navigating Divergent Reasoning Paths with Small-Large Model Token
+Routing*, NeurIPS 2025 (arXiv 2505.21600). At CPU scale:
+
+* ``modchain`` — the synthetic reasoning task: chains of modular arithmetic written step by step,
+  with two interchangeable step separators (``;`` and ``,``) so that *neutral* disagreements exist.
+* ``label_tokens`` / ``collect_router_data`` — the path-following labelling of Algorithm 1 with a
+  programmatic ``verify`` (it replaces the paper's 72B judge model).
+* ``Router`` — the MLP over [SLM last hidden state; embedding of the SLM token; top-k logits],
+  trained with BCE and ``pos_weight = n_neg / n_pos`` (a ``LightningModule``).
+* ``recall_threshold`` — the smallest LLM rate subject to recall(divergent) >= 0.95 on validation.
+* ``routed_generate`` — the inference loop: the SLM proposes each token; when the routing score is
+  >= tau the LLM produces that token instead (no rollback).
+* ``activated_params`` — the cost model (average activated parameters per token).
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from neurips25.lm.generate import _cache_kw, _out_cache, encode_batch
+
+__all__ = ["OPS", "SEPARATORS", "modchain", "answer_of", "is_correct", "step_values", "verify", "label_tokens",
+           "collect_router_data", "router_features", "Router", "train_router", "recall_threshold",
+           "routed_generate", "RoutedGeneration", "router_score", "entropy_score", "random_score",
+           "oracle_score", "activated_params"]
+
+OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+SEPARATORS = (";", ",")
+IDENTICAL, NEUTRAL, DIVERGENT = 0, 1, 2
+
+
+# ----------------------------------------------------------------------------------------- task
+def modchain(n: int, *, n_steps: int = 2, modulus: int = 5, ops: str = "+-", seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` (prompt, answer) pairs, e.g. ``("Q 3 + 4 - 2", "3 + 4 = 2 ; 2 - 2 = 0 , A 0")``.
+
+    Each step ``a op b = c`` is followed by a separator drawn uniformly from ``SEPARATORS``: the two are
+    interchangeable, so a model that picks the other one is *different* but not *divergent*.
+    """
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    if not isinstance(n_steps, int) or n_steps < 1:
+        raise ValueError(f"n_steps must be a positive int, got {n_steps!r}")
+    if not isinstance(modulus, int) or not 2 <= modulus <= 10:
+        raise ValueError(f"modulus must be an int in [2, 10] (one token per digit), got {modulus!r}")
+    if not ops or any(o not in OPS for o in ops):
+        raise ValueError(f"ops must be a non-empty string over {''.join(OPS)!r}, got {ops!r}")
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        a = rng.randrange(modulus)
+        q, steps = ["Q", str(a)], []
+        for _ in range(n_steps):
+            op, b = rng.choice(ops), rng.randrange(modulus)
+            c = OPS[op](a, b) % modulus
+            q += [op, str(b)]
+            steps += [str(a), op, str(b), "=", str(c), rng.choice(SEPARATORS)]
+            a = c
+        out.append((" ".join(q), " ".join(steps + ["A", str(a)])))
+    return out
+
+
+def answer_of(prompt: str, modulus: int = 5) -> int:
+    """The true final value of a ``modchain`` prompt."""
+    w = prompt.split()
+    a = int(w[1])
+    for op, b in zip(w[2::2], w[3::2]):
+        a = OPS[op](a, int(b)) % modulus
+    return a
+
+
+def is_correct(prompt: str, response: str, modulus: int = 5) -> bool:
+    """Final-answer accuracy: the token after ``A`` equals the true value."""
+    w = response.split()
+    return "A" in w and w.index("A") + 1 < len(w) and w[w.index("A") + 1] == str(answer_of(prompt, modulus))
+
+
+# ------------------------------------------------------------------------- Algorithm 1: labelling
+def step_values(words: Sequence[str]) -> list[str]:
+    """The conclusions a text commits to: every token after ``=`` or ``A`` (separators ignored)."""
+    return [words[i + 1] if i + 1 < len(words) else "" for i, w in enumerate(words) if w in ("=", "A")]
+
+
+def verify(s_small: Sequence[str], s_large: Sequence[str]) -> bool:
+    """Programmatic verifier: do two continuations reach the same conclusions? (``True`` = neutral).
+
+    The paper asks a 72B LLM whether the divergence changes meaning, reasoning or conclusion; on
+    ModChain that question has an exact answer — the step values and the final answer.
+    """
+    return step_values(s_small) == step_values(s_large)
+
+
+def _sentence(words: list[str], max_words: int) -> list[str]:
+    """Cut a continuation at the end of the current sentence: the first separator (kept) or EOS."""
+    out = []
+    for w in words[:max_words]:
+        out.append(w)
+        if w in SEPARATORS:
+            break
+    return out
+
+
+@torch.no_grad()
+def label_tokens(llm, tok, prefixes: Sequence[list[int]], y_s: Sequence[int], y_l: Sequence[int], *,
+                 max_new_tokens: int = 8) -> list[int]:
+    """Algorithm 1 at the positions given: 0 identical, 1 neutral, 2 divergent.
+
+    ``prefixes`` are token ids after BOS (prompt + response so far). Where ``y_s == y_l`` the label is
+    *identical*; otherwise the LLM continues greedily from ``prefix + y_s`` and from ``prefix + y_l``
+    to the end of the sentence and ``verify`` compares the two continuations.
+    """
+    if not (len(prefixes) == len(y_s) == len(y_l)):
+        raise ValueError(f"prefixes, y_s and y_l must have the same length, got {len(prefixes)}, {len(y_s)}, {len(y_l)}")
+    labels = [IDENTICAL] * len(prefixes)
+    diff = [i for i in range(len(prefixes)) if int(y_s[i]) != int(y_l[i])]
+    if not diff:
+        return labels
+    eos = tok.eos_token_id
+    seqs, ends = [], []
+    for i in diff:
+        for y in (int(y_s[i]), int(y_l[i])):
+            seqs.append(list(prefixes[i]) + [y])
+            ends.append(y == eos)  # EOS ends the sentence (and the answer) at once
+    conts = _greedy_ids(llm, seqs, max_new_tokens, eos)
+    for k, i in enumerate(diff):
+        texts = []
+        for j in (2 * k, 2 * k + 1):
+            words = tok.convert_ids_to_tokens(seqs[j])
+            words = [w for w in words if w not in (tok.eos_token, tok.pad_token)]
+            cont = [] if ends[j] else _sentence(tok.convert_ids_to_tokens(conts[j]), max_new_tokens)
+            texts.append(words + [w for w in cont if w != tok.eos_token])
+        labels[i] = NEUTRAL if verify(*texts) else DIVERGENT
+    return labels
+
+
+def _greedy_ids(model, seqs: list[list[int]], max_new_tokens: int, eos: int) -> list[list[int]]:
+    """Greedy continuation of BOS-less id sequences (batched, left-padded, KV cache)."""
+    pad = 0
+    T = max(len(s) for s in seqs) + 1
+    ids = torch.full((len(seqs), T), pad, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for r, s in enumerate(seqs):
+        ids[r, T - len(s) - 1:] = torch.tensor([model.config.bos_token_id] + s)
+        mask[r, T - len(s) - 1:] = 1
+    out = _decode(model, ids, mask, max_new_tokens, eos)
+    return [o for o in out]
+
+
+def _decode(model, ids, mask, max_new_tokens, eos) -> list[list[int]]:
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    ckw, cache, res = _cache_kw(model), None, []
+    done = torch.zeros(ids.shape[0], dtype=torch.bool)
+    step_ids, step_pos = ids, pos
+    for _ in range(max_new_tokens):
+        kw = dict(input_ids=step_ids, attention_mask=mask, position_ids=step_pos, use_cache=True)
+        if cache is not None:
+            kw[ckw] = cache
+        out = model(**kw)
+        cache = _out_cache(out)
+        nxt = out.logits[:, -1].argmax(-1)
+        res.append(torch.where(done, torch.full_like(nxt, -1), nxt))
+        done = done | (nxt == eos)
+        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
+        pos = torch.cat([pos, pos[:, -1:] + 1], 1)
+        step_ids, step_pos = nxt[:, None], pos[:, -1:]
+        if bool(done.all()):
+            break
+    res = torch.stack(res, 1).tolist()
+    return [[t for t in r if t >= 0] for r in res]
+
+
+@torch.no_grad()
+def collect_router_data(llm, slm, tok, prompts: Sequence[str], *, max_new_tokens: int = 32, top_k: int = 8) -> dict:
+    """The data pipeline (Sec. 3 / Alg. 1): LLM responses → SLM prefill → continuation labels.
+
+    Returns a dict of per-token rows: ``features`` (for ``Router``), ``label`` (0/1/2 =
+    identical/neutral/divergent), ``divergent`` and ``different`` (0/1 targets) and ``query``.
+    """
+    gen = _decode(llm, *encode_batch(tok, list(prompts), add_bos=True, side="left")[:2], max_new_tokens,
+                  tok.eos_token_id)
+    p_ids = [list(tok(p, add_special_tokens=False)["input_ids"]) for p in prompts]
+    seqs = [p + r for p, r in zip(p_ids, gen)]
+    T = max(len(s) for s in seqs) + 1
+    ids = torch.zeros((len(seqs), T), dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for r, s in enumerate(seqs):  # right-padded teacher forcing of the LLM's path through the SLM
+        ids[r, : len(s) + 1] = torch.tensor([tok.bos_token_id] + s)
+        mask[r, : len(s) + 1] = 1
+    out = slm(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+    prefixes, ys, yl, rows, query = [], [], [], [], []
+    for r, (p, g) in enumerate(zip(p_ids, gen)):
+        for j, t in enumerate(g):
+            at = len(p) + j  # position whose output predicts response token j (BOS shifts by one)
+            prefixes.append(p + g[:j])
+            ys.append(int(out.logits[r, at].argmax()))
+            yl.append(t)
+            rows.append((r, at))
+            query.append(r)
+    labels = label_tokens(llm, tok, prefixes, ys, yl)
+    r_idx = torch.tensor([a for a, _ in rows])
+    t_idx = torch.tensor([b for _, b in rows])
+    feats = router_features(slm, out.hidden_states[-1][r_idx, t_idx], out.logits[r_idx, t_idx], top_k)
+    lab = torch.tensor(labels)
+    return dict(features=feats, label=lab, divergent=(lab == DIVERGENT).float(), different=(lab != IDENTICAL).float(),
+                query=torch.tensor(query), responses=[tok.decode(g, skip_special_tokens=True) for g in gen])
+
+
+# -------------------------------------------------------------------------------------- router
+def router_features(slm, hidden: torch.Tensor, logits: torch.Tensor, top_k: int = 8) -> torch.Tensor:
+    """[h_SLM ; E_SLM(y_s) ; top-k logits sorted] — the router's inputs (Sec. 4.1), shape (N, 2d + k)."""
+    if hidden.ndim != 2 or logits.ndim != 2 or hidden.shape[0] != logits.shape[0]:
+        raise ValueError(f"hidden (N, d) and logits (N, V) must be 2-D with equal N, got {tuple(hidden.shape)}, "
+                         f"{tuple(logits.shape)}")
+    if not isinstance(top_k, int) or not 1 <= top_k <= logits.shape[1]:
+        raise ValueError(f"top_k must be an int in [1, vocab size {logits.shape[1]}], got {top_k!r}")
+    emb = slm.get_input_embeddings()(logits.argmax(-1))
+    return torch.cat([hidden, emb, logits.topk(top_k, -1).values], -1).float()
+
+
+class _Residual(nn.Module):
+    def __init__(self, h: int):
+        super().__init__()
+        self.net = nn.Sequential(nn.LayerNorm(h), nn.Linear(h, h), nn.GELU(), nn.Linear(h, h))
+
+    def forward(self, x):
+        return x + self.net(x)
+
+
+class Router(L.LightningModule):
+    """MLP with residual blocks → one logit; BCE with ``pos_weight = n_neg / n_pos`` (Sec. 4.1)."""
+
+    def __init__(self, in_dim: int, hidden: int = 64, n_blocks: int = 2, lr: float = 3e-3, pos_weight: float = 1.0):
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = nn.Sequential(nn.Linear(in_dim, hidden), *[_Residual(hidden) for _ in range(n_blocks)],
+                                 nn.LayerNorm(hidden), nn.Linear(hidden, 1))
+
+    def forward(self, x):
+        return self.net(x).squeeze(-1)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.binary_cross_entropy_with_logits(self(x), y, pos_weight=torch.tensor(self.hparams.pos_weight))
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=self.hparams.lr, weight_decay=1e-4)
+
+
+def train_router(features: torch.Tensor, target: torch.Tensor, *, epochs: int = 30, hidden: int = 64,
+                 batch_size: int = 256, lr: float = 3e-3, seed: int = 0) -> Router:
+    """Fit a ``Router`` on (features, 0/1 target) with the class-balancing ``pos_weight``."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from neurips25.runtime import make_trainer
+
+    if features.ndim != 2 or target.shape != (features.shape[0],):
+        raise ValueError(f"features must be (N, D) and target (N,), got {tuple(features.shape)}, {tuple(target.shape)}")
+    n_pos = float(target.sum())
+    if n_pos == 0 or n_pos == len(target):
+        raise ValueError("target must contain both classes (0 and 1)")
+    L.seed_everything(seed, verbose=False)
+    # standardise inputs once; the statistics become part of the model (a frozen first layer shift)
+    mu, sd = features.mean(0), features.std(0) + 1e-6
+    router = Router(features.shape[1], hidden=hidden, lr=lr, pos_weight=(len(target) - n_pos) / n_pos)
+    router.register_buffer("mu", mu)
+    router.register_buffer("sd", sd)
+    dl = DataLoader(TensorDataset((features - mu) / sd, target.float()), batch_size=batch_size, shuffle=True,
+                    generator=torch.Generator().manual_seed(seed))
+    make_trainer(epochs, accelerator="cpu").fit(router, dl)
+    return router.eval()
+
+
+def router_score(router: Router, slm, top_k: int = 8) -> Callable:
+    """Score function for ``routed_generate``: the router's probability that the SLM token is divergent."""
+    def score(hidden, logits, ids):
+        x = (router_features(slm, hidden, logits, top_k) - router.mu) / router.sd
+        return torch.sigmoid(router(x).double())
+    return score
+
+
+def entropy_score(hidden, logits, ids):
+    """Baseline: normalised entropy of the SLM's next-token distribution, H / log V ∈ [0, 1]."""
+    logp = torch.log_softmax(logits.double(), -1)
+    return -(logp.exp() * logp).sum(-1) / torch.log(torch.tensor(float(logits.shape[-1]), dtype=torch.float64))
+
+
+def random_score(seed: int = 0) -> Callable:
+    """Baseline: uniform random scores, so threshold tau sends a fraction ≈ 1 - tau to the LLM."""
+    gen = torch.Generator().manual_seed(seed)
+    return lambda hidden, logits, ids: torch.rand(logits.shape[0], generator=gen, dtype=torch.float64)
+
+
+def oracle_score(llm, tok) -> Callable:
+    """Upper bound: Algorithm 1 run online — 1 where the SLM token is divergent, else 0 (needs the LLM)."""
+    def score(hidden, logits, ids):
+        y_s = logits.argmax(-1)
+        y_l = _last_logits(llm, ids).argmax(-1)
+        prefixes = [[t for t in row.tolist() if t != tok.pad_token_id][1:] for row in ids]
+        lab = label_tokens(llm, tok, prefixes, y_s.tolist(), y_l.tolist())
+        return (torch.tensor(lab) == DIVERGENT).double()
+    return score
+
+
+def recall_threshold(scores: torch.Tensor, labels: torch.Tensor, recall: float = 0.95) -> float:
+    """The largest threshold tau with recall(score >= tau | label = 1) >= ``recall``.
+
+    The largest such tau sends the fewest tokens to the LLM — the paper's selection rule.
+    """
+    scores, labels = torch.as_tensor(scores, dtype=torch.float64), torch.as_tensor(labels)
+    if scores.shape != labels.shape or scores.ndim != 1:
+        raise ValueError(f"scores and labels must be 1-D of equal length, got {tuple(scores.shape)}, {tuple(labels.shape)}")
+    if not 0.0 < recall <= 1.0:
+        raise ValueError(f"recall must be in (0, 1], got {recall!r}")
+    pos = scores[labels.bool()].sort(descending=True).values
+    if len(pos) == 0:
+        raise ValueError("labels contain no positive (divergent) example")
+    k = int(torch.ceil(torch.tensor(recall * len(pos) - 1e-9)))  # positives that must score >= tau
+    return float(pos[max(k, 1) - 1])
+
+
+# ----------------------------------------------------------------------------------- inference
+@dataclass
+class RoutedGeneration:
+    """``texts``/``tokens`` per prompt; ``from_llm`` per generated token; ``llm_rate`` overall."""
+
+    texts: list[str]
+    tokens: list[list[int]]
+    from_llm: list[list[bool]]
+    llm_rate: float
+
+
+def _last_logits(model, ids: torch.Tensor) -> torch.Tensor:
+    mask = (ids != 0).long()
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    return model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, -1]
+
+
+@torch.no_grad()
+def routed_generate(slm, llm, tok, prompts: Sequence[str], score: Callable, tau: float, *,
+                    max_new_tokens: int = 32) -> RoutedGeneration:
+    """R2R inference (Sec. 4.2): greedy SLM decoding; a token whose score is >= ``tau`` is replaced by
+    the LLM's greedy token at the same prefix. ``tau = 0`` is LLM-only, ``tau = 1`` SLM-only.
+
+    The SLM keeps a KV cache (it sees every token, whoever produced it); the LLM is run on the routed
+    rows only, over their full prefix — the simplest exact scheme (no LLM cache).
+    """
+    if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not 0.0 <= tau <= 1.0:
+        raise ValueError(f"tau must be a float in [0, 1] (0 = LLM only, 1 = SLM only), got {tau!r}")
+    if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
+    ids, mask, pos = encode_batch(tok, list(prompts), add_bos=True, side="left")
+    ckw, cache = _cache_kw(slm), None
+    B, eos = ids.shape[0], tok.eos_token_id
+    done = torch.zeros(B, dtype=torch.bool)
+    new, routed = [], []
+    step_ids, step_pos = ids, pos
+    for _ in range(max_new_tokens):
+        kw = dict(input_ids=step_ids, attention_mask=mask, position_ids=step_pos, use_cache=True,
+                  output_hidden_states=True)
+        if cache is not None:
+            kw[ckw] = cache
+        out = slm(**kw)
+        cache = _out_cache(out)
+        logits = out.logits[:, -1]
+        nxt = logits.argmax(-1)
+        if tau >= 1.0:
+            go = torch.zeros(B, dtype=torch.bool)
+        elif tau <= 0.0:
+            go = ~done
+        else:  # p is clamped below 1 so that tau = 1 can never route
+            p = score(out.hidden_states[-1][:, -1], logits, ids).clamp(0.0, 1 - 1e-12)
+            go = (p >= tau) & ~done
+        if go.any():
+            r = go.nonzero().squeeze(-1)
+            nxt[r] = _last_logits(llm, ids[r]).argmax(-1)
+        nxt = torch.where(done, torch.zeros_like(nxt), nxt)
+        new.append(nxt)
+        routed.append(go)
+        done = done | (nxt == eos)
+        ids = torch.cat([ids, nxt[:, None]], 1)
+        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
+        pos = torch.cat([pos, pos[:, -1:] + 1], 1)
+        step_ids, step_pos = nxt[:, None], pos[:, -1:]
+        if bool(done.all()):
+            break
+    new, routed = torch.stack(new, 1), torch.stack(routed, 1)
+    lengths = [int((row != 0).sum()) for row in new]  # pad (0) only after EOS
+    tokens = [new[i, :n].tolist() for i, n in enumerate(lengths)]
+    from_llm = [routed[i, :n].tolist() for i, n in enumerate(lengths)]
+    n_tok = sum(lengths)
+    return RoutedGeneration(texts=[tok.decode(t, skip_special_tokens=True) for t in tokens], tokens=tokens,
+                            from_llm=from_llm, llm_rate=sum(map(sum, from_llm)) / max(n_tok, 1))
+
+
+def activated_params(n_slm: int, n_llm: int, llm_rate: float, n_router: int = 0) -> float:
+    """Cost model: average parameters activated per generated token, N_S + N_R + r * N_L."""
+    if not 0.0 <= llm_rate <= 1.0:
+        raise ValueError(f"llm_rate must be in [0, 1], got {llm_rate!r}")
+    return n_slm + n_router + llm_rate * n_llm

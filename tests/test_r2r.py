@@ -1,0 +1,109 @@
+"""Tests of the R2R chapter module (labelling, threshold selection, routed generation)."""
+import pytest
+import torch
+
+from neurips25 import r2r
+from neurips25.lm import build_tokenizer, generate, tiny_model, train_lm
+
+
+@pytest.fixture(scope="module")
+def setup():
+    data = r2r.modchain(400, n_steps=1, seed=0)
+    tok = build_tokenizer("word", [p + " " + a for p, a in data])
+    llm = tiny_model(tok, n_layer=1, n_embd=32, n_head=2, n_positions=32, arch="llama", seed=0)
+    slm = tiny_model(tok, n_layer=1, n_embd=16, n_head=2, n_positions=32, arch="llama", seed=1)
+    train_lm(llm, tok, data, steps=20, mask="answer", batch_size=32)
+    train_lm(slm, tok, data, steps=5, mask="answer", batch_size=32)
+    return data, tok, llm, slm
+
+
+def test_modchain_is_consistent():
+    for p, a in r2r.modchain(50, n_steps=3, seed=3):
+        assert r2r.is_correct(p, a)
+        assert all(s in a.split() for s in r2r.SEPARATORS) or any(s in a.split() for s in r2r.SEPARATORS)
+    with pytest.raises(ValueError, match="modulus"):
+        r2r.modchain(3, modulus=11)
+    with pytest.raises(ValueError, match="ops"):
+        r2r.modchain(3, ops="/")
+
+
+def test_verifier_neutral_vs_divergent():
+    base = "Q 3 + 4 - 2 3 + 4 = 2".split()
+    # separator swap, same conclusions → neutral
+    assert r2r.verify(base + [";", "2", "-", "2", "=", "0", ";"], base + [",", "2", "-", "2", "=", "0", ","])
+    # different operand → different step value → divergent
+    assert not r2r.verify(base + [";", "2", "-", "1", "=", "1", ";"], base + [";", "2", "-", "2", "=", "0", ";"])
+    assert r2r.step_values("1 + 1 = 2 ; A 2".split()) == ["2", "2"]
+
+
+def test_labels_identical_neutral_divergent(setup):
+    _, tok, llm, _ = setup
+    ids = lambda s: list(tok(s, add_special_tokens=False)["input_ids"])
+    prefix, eq = ids("Q 3 + 4 3 + 4 = 2"), ids("Q 3 + 4 3 + 4 =")
+    sc, co, one, two = (tok.convert_tokens_to_ids(t) for t in (";", ",", "1", "2"))
+    lab = r2r.label_tokens(llm, tok, [prefix, eq], [sc, one], [sc, two])
+    assert lab[0] == r2r.IDENTICAL
+    assert lab[1] == r2r.DIVERGENT  # "= 1" vs "= 2": the conclusion itself differs
+    # a separator swap at the end of the step: both continuations say "A <same value>" iff the LLM
+    # continues the same way after ';' and ','; check against the verifier directly
+    lab2 = r2r.label_tokens(llm, tok, [prefix], [sc], [co])[0]
+    g = generate(llm, tok, [tok.decode(prefix + [sc]), tok.decode(prefix + [co])], max_new_tokens=8)
+    cut = [r2r._sentence(t.split(), 8) for t in g.texts]
+    same = r2r.step_values(cut[0]) == r2r.step_values(cut[1])
+    assert lab2 == (r2r.NEUTRAL if same else r2r.DIVERGENT)
+    with pytest.raises(ValueError, match="same length"):
+        r2r.label_tokens(llm, tok, [prefix], [sc, sc], [sc])
+
+
+def test_routed_generation_endpoints(setup):
+    data, tok, llm, slm = setup
+    prompts = [p for p, _ in data[:12]]
+    llm_only = generate(llm, tok, prompts, max_new_tokens=10)
+    slm_only = generate(slm, tok, prompts, max_new_tokens=10)
+    score = r2r.random_score(0)
+    g0 = r2r.routed_generate(slm, llm, tok, prompts, score, 0.0, max_new_tokens=10)
+    g1 = r2r.routed_generate(slm, llm, tok, prompts, score, 1.0, max_new_tokens=10)
+    assert g0.tokens == llm_only.tokens and g0.llm_rate == 1.0
+    assert g1.tokens == slm_only.tokens and g1.llm_rate == 0.0
+    gh = r2r.routed_generate(slm, llm, tok, prompts, score, 0.5, max_new_tokens=10)
+    assert 0.2 < gh.llm_rate < 0.8
+    for bad in (-0.1, 1.5, True, "0.5"):
+        with pytest.raises(ValueError, match="tau"):
+            r2r.routed_generate(slm, llm, tok, prompts, score, bad)
+
+
+def test_recall_threshold_toy():
+    scores = torch.tensor([0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05])
+    labels = torch.tensor([1, 0, 1, 0, 1, 0, 0, 1, 0, 0])
+    assert r2r.recall_threshold(scores, labels, 1.0) == pytest.approx(0.2)
+    assert r2r.recall_threshold(scores, labels, 0.75) == pytest.approx(0.5)
+    assert r2r.recall_threshold(scores, labels, 0.5) == pytest.approx(0.7)
+    tau = r2r.recall_threshold(scores, labels, 0.95)
+    assert ((scores >= tau) & labels.bool()).sum() / labels.sum() >= 0.95
+    with pytest.raises(ValueError, match="recall"):
+        r2r.recall_threshold(scores, labels, 0.0)
+    with pytest.raises(ValueError, match="positive"):
+        r2r.recall_threshold(scores, torch.zeros(10), 0.9)
+
+
+def test_router_pipeline_smoke(setup):
+    data, tok, llm, slm = setup
+    rows = r2r.collect_router_data(llm, slm, tok, [p for p, _ in data[:40]], max_new_tokens=10, top_k=4)
+    n = len(rows["label"])
+    assert rows["features"].shape == (n, 2 * 16 + 4)
+    assert set(rows["label"].tolist()) <= {0, 1, 2}
+    assert torch.equal(rows["divergent"], (rows["label"] == 2).float())
+    target = rows["different"] if 0 < rows["different"].sum() < n else (torch.arange(n) % 2).float()
+    router = r2r.train_router(rows["features"], target, epochs=2)
+    p = r2r.router_score(router, slm, top_k=4)(torch.randn(3, 16), torch.randn(3, len(tok)), None)
+    assert p.shape == (3,) and bool(((p >= 0) & (p <= 1)).all())
+    with pytest.raises(ValueError, match="both classes"):
+        r2r.train_router(rows["features"], torch.zeros(n), epochs=1)
+
+
+def test_entropy_and_cost():
+    h = r2r.entropy_score(None, torch.zeros(2, 8), None)
+    assert torch.allclose(h, torch.ones(2, dtype=torch.float64))
+    assert r2r.activated_params(10, 100, 0.1, 1) == pytest.approx(21.0)
+    with pytest.raises(ValueError, match="llm_rate"):
+        r2r.activated_params(10, 100, 1.5)
