@@ -12,7 +12,7 @@ STAMP       := $(VENV)/.installed
 JB          := $(BIN)/jupyter-book
 NB          ?=
 SANITIZE    := .ci/nbval_sanitize.cfg
-NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-sanitize-with $(SANITIZE) -p no:cacheprovider
+NBVAL_FLAGS := --nbval-lax --nbval-cell-timeout=900 --nbval-current-env --nbval-sanitize-with $(SANITIZE) -p no:cacheprovider
 OFFLINE_OUT := _build/offline
 # One BLAS/torch thread per process: tiny models gain nothing from more, and nbval runs two
 # notebooks at once on two cores, where oversubscribed threads slow each other down tenfold.
