@@ -1,0 +1,337 @@
+r"""Quantifying elicitation of latent capabilities by training exactly $p$ parameters.
+
+Donoway et al., "Quantifying Elicitation of Latent Capabilities in Language Models", NeurIPS 2025.
+
+Pieces, in the paper's order:
+
+* a *latent capability* at toy scale: a tiny GPT-2 pretrained (Lightning, ``neurips25.lm.train_lm``)
+  on "majority symbol of a sequence", asked with marker ``?`` (answer a letter) or ``!`` (answer a
+  digit), while marker ``#`` is only ever followed by a random digit; the downstream task asks for
+  the majority digit after ``#`` (``majority_pairs``), so zero-shot accuracy is at chance;
+* *information-constrained fine-tuning*: exactly ``p`` scalar entries of the LoRA adapters,
+  chosen uniformly at random, are trained (``ExactPLoRA``: a trainable vector $\delta\in\mathbb R^p$
+  scattered into frozen adapter tensors, so no optimiser or weight decay can touch anything else);
+* the budget sweep (``sweep``), the frontier $f(p)$ and gap closure
+  $G(p) = (f(p) - \mathrm{Acc}_0)/(\mathrm{Acc}_\text{ceil} - \mathrm{Acc}_0)$ (``frontier``, ``gap_closure``);
+* the logistic fit in $\log p$ with power-law and saturating-exponential rivals compared by AIC/BIC,
+  and bootstrap intervals for the budgets that close 50 % / 90 % of the gap (``fit_curve``,
+  ``compare_fits``, ``params_for_gap``, ``bootstrap_params_for_gap``).
+
+Fine-tuning runs are plain full-batch torch loops, not Lightning: a sweep is hundreds of
+sub-second runs over one tensor batch, where a ``Trainer``'s setup would cost more than the run.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import random
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.func import functional_call
+
+__all__ = ["LETTERS", "DIGITS", "MARKERS", "majority_pairs", "task_tokenizer", "encode_pairs", "pretrain",
+           "ExactPLoRA", "select_entries", "finetune", "accuracy", "run_budget", "sweep", "frontier",
+           "gap_closure", "MODELS", "fit_curve", "compare_fits", "params_for_gap", "bootstrap_params_for_gap"]
+
+LETTERS = "abcd"
+DIGITS = "1234"
+MARKERS = {"?": "letter", "!": "digit", "#": "digit"}  # "#": random answers in pretraining
+
+
+# ----------------------------------------------------------------------------- the task
+def majority_pairs(n: int, *, marker: str = "?", length: int = 9, locked: bool = False,
+                   seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` (prompt, answer) pairs: ``"abacdaaba?"`` -> ``"a"`` (marker ``?``) or ``"1"`` (``!``/``#``).
+
+    Sequences of ``length`` letters from ``abcd`` with a unique most frequent letter; the answer is
+    that letter (``?``) or its digit ``a->1 ... d->4`` (``!``, and ``#`` downstream). ``locked=True``
+    replaces the answer by a uniformly random digit: pretraining sees ``#`` only like that, so the
+    capability is present but suppressed behind the ``#`` format (zero-shot accuracy = chance).
+    """
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    if marker not in MARKERS:
+        raise ValueError(f"marker must be one of {list(MARKERS)}, got {marker!r}")
+    if not isinstance(length, int) or length < 3:
+        raise ValueError(f"length must be an int >= 3, got {length!r}")
+    rng, out = random.Random(seed), []
+    while len(out) < n:
+        s = [rng.choice(LETTERS) for _ in range(length)]
+        counts = sorted((s.count(c) for c in LETTERS), reverse=True)
+        if counts[0] == counts[1]:
+            continue  # ties have no answer
+        top = max(LETTERS, key=s.count)
+        ans = top if MARKERS[marker] == "letter" else DIGITS[LETTERS.index(top)]
+        if locked:
+            ans = rng.choice(DIGITS if MARKERS[marker] == "digit" else LETTERS)
+        out.append(("".join(s) + marker, ans))
+    return out
+
+
+def task_tokenizer():
+    """Character tokenizer over ``abcd``, ``1234`` and the three markers (one token each)."""
+    from neurips25.lm import build_tokenizer
+
+    return build_tokenizer("char", [LETTERS + DIGITS + "".join(MARKERS)])
+
+
+def encode_pairs(tok, pairs) -> tuple[torch.Tensor, torch.Tensor]:
+    """Equal-length prompts -> ``(X, y)``: ``X`` = BOS + prompt ids ``(N, T)``, ``y`` = answer ids ``(N,)``."""
+    if not pairs:
+        raise ValueError("pairs must be a non-empty list of (prompt, answer)")
+    ids = [[tok.bos_token_id] + tok(p, add_special_tokens=False)["input_ids"] for p, _ in pairs]
+    if len({len(i) for i in ids}) != 1:
+        raise ValueError("all prompts must have the same length (use one `length` in majority_pairs)")
+    y = [tok(a, add_special_tokens=False)["input_ids"] for _, a in pairs]
+    if any(len(t) != 1 for t in y):
+        raise ValueError("answers must be single tokens")
+    return torch.tensor(ids), torch.tensor([t[0] for t in y])
+
+
+def pretrain(tok, *, n: int = 3000, steps: int = 300, n_embd: int = 64, n_layer: int = 2, lr: float = 3e-3,
+             seed: int = 0):
+    """Build the latent capability: a tiny GPT-2 trained (Lightning) on the ``?`` and ``!`` formats,
+    plus ``#`` prompts with random digit answers (the capability is there, the format is locked)."""
+    from neurips25.lm import tiny_model, train_lm
+
+    k = n // 3
+    data = (majority_pairs(k, marker="?", seed=seed) + majority_pairs(k, marker="!", seed=seed + 1)
+            + majority_pairs(n - 2 * k, marker="#", locked=True, seed=seed + 2))
+    model = tiny_model(tok, n_layer=n_layer, n_embd=n_embd, n_head=4, n_positions=16, seed=seed)
+    train_lm(model, tok, data, steps=steps, lr=lr, warmup=20, batch_size=64, mask="answer", seed=seed,
+             accelerator="cpu")
+    return model
+
+
+# ----------------------------------------------------------------------------- exact-p LoRA
+def select_entries(total: int, p: int, seed: int = 0) -> torch.Tensor:
+    """``p`` distinct flat indices into ``total`` LoRA entries, uniformly at random (fixed per run)."""
+    if not isinstance(p, int) or isinstance(p, bool):
+        raise TypeError(f"p must be an int, got {type(p).__name__}")
+    if not 0 <= p <= total:
+        raise ValueError(f"p must be in [0, {total}] (the number of LoRA entries), got {p}")
+    g = torch.Generator().manual_seed(seed)
+    return torch.randperm(total, generator=g)[:p].sort().values
+
+
+class ExactPLoRA(torch.nn.Module):
+    r"""A frozen (LoRA-wrapped) model whose only trainable tensor is $\delta \in \mathbb R^p$.
+
+    The LoRA tensors are $\theta = \theta_0 + S\delta$ where $S$ scatters $\delta$ into ``p``
+    random flat positions ($\theta_0$: ``A`` Kaiming-uniform, ``B = 0``). Because the adapter
+    tensors are rebuilt from $\theta_0$ and $\delta$ at every forward (``torch.func.functional_call``),
+    entries outside the subset cannot change, whatever the optimiser or weight decay does.
+    """
+
+    def __init__(self, model, p: int, *, r: int = 4, seed: int = 0):
+        super().__init__()
+        from neurips25.lm import add_lora, lora_parameters
+
+        self.model = add_lora(copy.deepcopy(model), r=r, seed=seed)
+        for q in self.model.parameters():
+            q.requires_grad_(False)
+        lp = lora_parameters(self.model)
+        self.names = list(lp)
+        self.shapes = [lp[k].shape for k in self.names]
+        self.register_buffer("theta0", torch.cat([lp[k].detach().flatten() for k in self.names]))
+        self.register_buffer("idx", select_entries(self.theta0.numel(), p, seed=seed))
+        self.delta = torch.nn.Parameter(torch.zeros(p))
+
+    @property
+    def n_lora(self) -> int:
+        return self.theta0.numel()
+
+    def lora_tensors(self) -> dict[str, torch.Tensor]:
+        flat = self.theta0.index_add(0, self.idx, self.delta)
+        return dict(zip(self.names, (t.view(s) for t, s in zip(flat.split([math.prod(s) for s in self.shapes]),
+                                                                 self.shapes))))
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return functional_call(self.model, self.lora_tensors(), args=(), kwargs={"input_ids": input_ids}).logits
+
+    def n_effective(self) -> int:
+        """Chosen entries that can ever get a gradient: chosen ``B`` entries, and chosen ``A[i, :]``
+        entries whose rank index ``i`` has a chosen ``B[:, i]`` partner (with ``B = 0`` at init,
+        ``dL/dA = 0`` until its column of ``B`` moves)."""
+        chosen = torch.zeros(self.n_lora, dtype=torch.bool)
+        chosen[self.idx] = True
+        parts = dict(zip(self.names, (c.view(s) for c, s in zip(
+            chosen.split([math.prod(s) for s in self.shapes]), self.shapes))))
+        n = 0
+        for k, c in parts.items():
+            if "lora_B" in k:
+                n += int(c.sum())
+            else:
+                live_rank = parts[k.replace("lora_A", "lora_B")].any(0)  # B: (d_out, r)
+                n += int(c[live_rank].sum())
+        return n
+
+    def n_changed(self, atol: float = 0.0) -> int:
+        """Entries of the LoRA tensors that differ from their initial values (the weight diff)."""
+        with torch.no_grad():
+            flat = torch.cat([t.flatten() for t in self.lora_tensors().values()])
+        return int(((flat - self.theta0).abs() > atol).sum())
+
+
+class _Full(torch.nn.Module):
+    """Full fine-tuning baseline: every weight of a copy of the model is trainable."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = copy.deepcopy(model)
+        for q in self.model.parameters():
+            q.requires_grad_(True)
+
+    def forward(self, input_ids):
+        return self.model(input_ids=input_ids).logits
+
+
+def finetune(net: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 100, lr: float = 0.1) -> list[float]:
+    """Full-batch Adam on the answer token's next-token loss; returns the loss per step."""
+    params = [q for q in net.parameters() if q.requires_grad]
+    if not params or sum(q.numel() for q in params) == 0:
+        return []  # p = 0: nothing to train, the model stays identical
+    opt = torch.optim.Adam(params, lr=lr)
+    hist = []
+    for _ in range(steps):
+        loss = F.cross_entropy(net(X)[:, -1], y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        hist.append(float(loss.detach()))
+    return hist
+
+
+@torch.no_grad()
+def accuracy(net, X: torch.Tensor, y: torch.Tensor, choice_ids: torch.Tensor) -> float:
+    """Restricted-choice accuracy: argmax of the last-position logits over the answer tokens."""
+    logits = net(X)[:, -1][:, choice_ids]
+    return float((choice_ids[logits.argmax(-1)] == y).float().mean())
+
+
+def run_budget(model, p: int | str, lr: float, seed: int, data: dict, *, steps: int = 100, r: int = 4) -> dict:
+    """One run: train budget ``p`` (an int, or ``"full"`` for full fine-tuning) and evaluate."""
+    torch.manual_seed(seed)
+    net = _Full(model) if p == "full" else ExactPLoRA(model, p, r=r, seed=seed)
+    finetune(net, data["X_train"], data["y_train"], steps=steps, lr=lr)
+    out = {"p": p, "lr": lr, "seed": seed,
+           "val": accuracy(net, data["X_val"], data["y_val"], data["choices"]),
+           "test": accuracy(net, data["X_test"], data["y_test"], data["choices"])}
+    if p != "full":
+        out.update(n_effective=net.n_effective(), n_changed=net.n_changed())
+    return out
+
+
+def sweep(model, budgets: dict, seeds, data: dict, *, steps: int = 100) -> list[dict]:
+    """All runs of a budget sweep; ``budgets`` maps each ``p`` (or ``"full"``) to its learning-rate grid."""
+    return [run_budget(model, p, lr, s, data, steps=steps) for p, lrs in budgets.items() for lr in lrs for s in seeds]
+
+
+def frontier(records: list[dict]) -> dict:
+    """f(p): per budget, the learning rate with the best mean validation accuracy over seeds; returns
+    ``{p: {"lr", "val", "test" (mean), "tests" (per seed)}}``."""
+    out = {}
+    for p in dict.fromkeys(r["p"] for r in records):
+        best = None
+        for lr in dict.fromkeys(r["lr"] for r in records if r["p"] == p):
+            rs = [r for r in records if r["p"] == p and r["lr"] == lr]
+            v = float(np.mean([r["val"] for r in rs]))
+            if best is None or v > best["val"]:
+                best = {"lr": lr, "val": v, "test": float(np.mean([r["test"] for r in rs])),
+                        "tests": [r["test"] for r in rs]}
+        out[p] = best
+    return out
+
+
+def gap_closure(acc, acc0: float, ceiling: float):
+    r"""$G = (\mathrm{acc} - \mathrm{Acc}_0) / (\mathrm{Acc}_\text{ceil} - \mathrm{Acc}_0)$ (elementwise)."""
+    if not ceiling > acc0:
+        raise ValueError(f"ceiling ({ceiling}) must exceed acc0 ({acc0})")
+    return (np.asarray(acc, dtype=float) - acc0) / (ceiling - acc0)
+
+
+# ----------------------------------------------------------------------------- curve fits
+def _logistic(p, acc_inf, a, b, acc0):
+    return acc0 + (acc_inf - acc0) / (1.0 + np.exp(-a * (np.log(p) - b)))
+
+
+def _power(p, c, gamma, acc0):
+    return acc0 + c * np.power(p, gamma)
+
+
+def _satexp(p, acc_inf, tau, acc0):
+    return acc0 + (acc_inf - acc0) * (1.0 - np.exp(-p / tau))
+
+
+# name -> (f, initial guess(p, acc, acc0), bounds); Acc_0 is fixed to the measured p = 0 accuracy.
+MODELS = {
+    "logistic": (_logistic, lambda p, a, a0: [a.max(), 1.0, np.log(np.median(p))],
+                 ([0, 1e-3, -5], [1.5, 20, 30])),
+    "power law": (_power, lambda p, a, a0: [max(a.max() - a0, 1e-3) / p.max() ** 0.3, 0.3],
+                  ([0, 0], [10, 3])),
+    "saturating exp": (_satexp, lambda p, a, a0: [a.max(), np.median(p)], ([0, 1e-3], [1.5, 1e9])),
+}
+
+
+def fit_curve(name: str, p, acc, acc0: float) -> dict:
+    """Least-squares fit (``scipy.optimize.curve_fit``) of one model; returns params, RSS, AIC, BIC.
+
+    AIC = n log(RSS/n) + 2k and BIC = n log(RSS/n) + k log n (Gaussian errors, k free parameters).
+    """
+    from scipy.optimize import curve_fit
+
+    if name not in MODELS:
+        raise ValueError(f"name must be one of {list(MODELS)}, got {name!r}")
+    p, acc = np.asarray(p, dtype=float), np.asarray(acc, dtype=float)
+    if p.shape != acc.shape or p.ndim != 1 or len(p) < 4:
+        raise ValueError("p and acc must be 1-D arrays of the same length >= 4")
+    if (p <= 0).any():
+        raise ValueError("p must be positive (the fits are in log p)")
+    f, guess, bounds = MODELS[name]
+    g = np.clip(guess(p, acc, acc0), np.array(bounds[0]) + 1e-9, np.array(bounds[1]) - 1e-9)
+    theta, _ = curve_fit(lambda x, *t: f(x, *t, acc0), p, acc, p0=g, bounds=bounds, maxfev=20000)
+    rss = float(np.sum((f(p, *theta, acc0) - acc) ** 2))
+    n, k = len(p), len(theta)
+    ll = n * np.log(max(rss, 1e-12) / n)
+    return {"name": name, "params": theta.tolist(), "acc0": acc0, "rss": rss, "aic": float(ll + 2 * k),
+            "bic": float(ll + k * np.log(n)), "r2": float(1 - rss / np.sum((acc - acc.mean()) ** 2))}
+
+
+def compare_fits(p, acc, acc0: float) -> list[dict]:
+    """All ``MODELS`` fitted to the same points, sorted by AIC (best first)."""
+    return sorted((fit_curve(m, p, acc, acc0) for m in MODELS), key=lambda r: r["aic"])
+
+
+def params_for_gap(fit: dict, q: float, ceiling: float) -> float:
+    r"""Smallest $p$ with $G(p) \ge q$ on the fitted logistic (``inf`` if the fit never gets there)."""
+    if not 0 < q < 1:
+        raise ValueError(f"q must be in (0, 1), got {q!r}")
+    acc_inf, a, b = fit["params"]
+    acc0 = fit["acc0"]
+    frac = q * (ceiling - acc0) / (acc_inf - acc0)  # needed fraction of the logistic's own rise
+    if not 0 < frac < 1:
+        return float("inf")
+    return float(np.exp(b + np.log(frac / (1 - frac)) / a))
+
+
+def bootstrap_params_for_gap(p, acc, acc0: float, ceiling: float, qs=(0.5, 0.9), *, n_boot: int = 200,
+                             seed: int = 0) -> dict:
+    """Point estimates and 95 % pairs-bootstrap intervals of ``params_for_gap`` for each ``q``."""
+    p, acc = np.asarray(p, dtype=float), np.asarray(acc, dtype=float)
+    point = fit_curve("logistic", p, acc, acc0)
+    rng, draws = np.random.default_rng(seed), {q: [] for q in qs}
+    for _ in range(n_boot):
+        i = rng.integers(0, len(p), len(p))
+        if len(np.unique(p[i])) < 4:
+            continue
+        try:
+            f = fit_curve("logistic", p[i], acc[i], acc0)
+        except RuntimeError:  # curve_fit failed to converge on this resample
+            continue
+        for q in qs:
+            draws[q].append(params_for_gap(f, q, ceiling))
+    return {q: {"p": params_for_gap(point, q, ceiling),
+                "lo": float(np.percentile(draws[q], 2.5)), "hi": float(np.percentile(draws[q], 97.5))}
+            for q in qs}

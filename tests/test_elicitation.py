@@ -1,0 +1,109 @@
+import numpy as np
+import pytest
+import torch
+
+from neurips25 import elicitation as E
+from neurips25.lm import tiny_model
+
+
+@pytest.fixture(scope="module")
+def setup():
+    tok = E.task_tokenizer()
+    model = tiny_model(tok, n_layer=1, n_embd=32, n_head=4, n_positions=16, seed=0)
+    X, y = E.encode_pairs(tok, E.majority_pairs(32, marker="#", seed=0))
+    choices = torch.tensor([tok.convert_tokens_to_ids(c) for c in E.DIGITS])
+    return tok, model, X, y, choices
+
+
+def test_majority_pairs_answers_are_majorities():
+    for prompt, ans in E.majority_pairs(50, marker="!", seed=1):
+        seq = prompt[:-1]
+        counts = [seq.count(c) for c in E.LETTERS]
+        assert counts.count(max(counts)) == 1
+        assert ans == E.DIGITS[int(np.argmax(counts))]
+    with pytest.raises(ValueError, match="marker"):
+        E.majority_pairs(3, marker="$")
+
+
+def test_p_zero_leaves_model_identical(setup):
+    _, model, X, y, _ = setup
+    net = E.ExactPLoRA(model, 0, seed=0)
+    assert E.finetune(net, X, y, steps=5, lr=0.1) == []
+    assert net.n_changed() == 0
+    with torch.no_grad():
+        assert torch.equal(net(X), model(input_ids=X).logits)
+
+
+@pytest.mark.parametrize("p", [7, 40])
+def test_exactly_the_chosen_entries_change(setup, p):
+    _, model, X, y, _ = setup
+    net = E.ExactPLoRA(model, p, seed=3)
+    assert sum(q.numel() for q in net.parameters() if q.requires_grad) == p
+    E.finetune(net, X, y, steps=5, lr=0.1)
+    flat = torch.cat([t.detach().flatten() for t in net.lora_tensors().values()])
+    changed = set(torch.nonzero(flat != net.theta0).flatten().tolist())
+    assert changed <= set(net.idx.tolist())  # nothing outside the subset moved
+    assert len(changed) == net.n_effective() <= p  # and every entry that can move did
+
+
+def test_all_lora_entries_change_with_full_budget(setup):
+    _, model, X, y, _ = setup
+    n = E.ExactPLoRA(model, 0).n_lora
+    net = E.ExactPLoRA(model, n, seed=0)
+    E.finetune(net, X, y, steps=3, lr=0.05)
+    assert net.n_effective() == n and net.n_changed() == n
+    base = {k: v.clone() for k, v in model.state_dict().items()}
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in base.items())  # base untouched
+
+
+def test_invalid_budgets(setup):
+    _, model, *_ = setup
+    n = E.ExactPLoRA(model, 0).n_lora
+    with pytest.raises(ValueError, match="p must be in"):
+        E.ExactPLoRA(model, -1)
+    with pytest.raises(ValueError, match="p must be in"):
+        E.ExactPLoRA(model, n + 1)
+    with pytest.raises(TypeError, match="p must be an int"):
+        E.select_entries(10, 2.5)
+
+
+def test_gap_closure_arithmetic():
+    np.testing.assert_allclose(E.gap_closure([0.25, 0.625, 1.0], 0.25, 1.0), [0, 0.5, 1])
+    np.testing.assert_allclose(E.gap_closure(0.55, 0.3, 0.8), 0.5)
+    with pytest.raises(ValueError, match="ceiling"):
+        E.gap_closure(0.5, 0.6, 0.6)
+
+
+def test_frontier_picks_best_validation_lr():
+    recs = [dict(p=1, lr=0.1, seed=s, val=0.5, test=0.4) for s in (0, 1)]
+    recs += [dict(p=1, lr=1.0, seed=s, val=0.7, test=0.6 + 0.1 * s) for s in (0, 1)]
+    f = E.frontier(recs)
+    assert f[1]["lr"] == 1.0 and f[1]["test"] == pytest.approx(0.65)
+
+
+def test_logistic_fit_recovers_known_parameters():
+    p = np.repeat(np.logspace(0, 4, 12), 2)
+    true = (0.95, 1.5, np.log(50.0))
+    acc = E.MODELS["logistic"][0](p, *true, 0.25)
+    acc = acc + np.random.default_rng(0).normal(0, 0.003, len(p))
+    fit = E.fit_curve("logistic", p, acc, 0.25)
+    np.testing.assert_allclose(fit["params"], true, rtol=0.05)
+    # G = 0.5 of a ceiling equal to the asymptote is reached at p = exp(b) = 50
+    assert E.params_for_gap(fit, 0.5, 0.95) == pytest.approx(50, rel=0.05)
+    best = E.compare_fits(p, acc, 0.25)[0]
+    assert best["name"] == "logistic"
+    boot = E.bootstrap_params_for_gap(p, acc, 0.25, 0.95, n_boot=30)
+    assert boot[0.5]["lo"] <= 50 <= boot[0.5]["hi"]
+    with pytest.raises(ValueError, match="name"):
+        E.fit_curve("cubic", p, acc, 0.25)
+    with pytest.raises(ValueError, match="q must be"):
+        E.params_for_gap(fit, 1.5, 0.95)
+
+
+def test_smoke_run_budget(setup):
+    tok, model, X, y, choices = setup
+    data = dict(X_train=X, y_train=y, X_val=X, y_val=y, X_test=X, y_test=y, choices=choices)
+    rec = E.run_budget(model, 5, 0.1, 0, data, steps=3)
+    assert 0 <= rec["test"] <= 1 and rec["n_changed"] == rec["n_effective"] <= 5
+    full = E.run_budget(model, "full", 1e-3, 0, data, steps=2)
+    assert "n_changed" not in full
