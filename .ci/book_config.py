@@ -26,9 +26,9 @@ def variant(name: str) -> dict:
         }
     elif name == "instructor":
         cfg["title"] = cfg["title"] + " — instructor edition"
-        # Solutions are rendered with their dropdown class; this script opens them on page load.
-        sphinx_cfg["html_static_path"] = [".ci/instructor_static"]
-        sphinx_cfg["html_js_files"] = ["open_solutions.js"]
+        # sphinx-togglebutton folds every `.admonition.dropdown` (our solutions) by default; in this
+        # edition only explicit `.toggle` blocks fold, so every solution is rendered open.
+        sphinx_cfg["togglebutton_selector"] = ".toggle"
     else:
         raise SystemExit(f"unknown edition {name!r}: use 'offline' or 'instructor'")
     return cfg
