@@ -81,3 +81,24 @@ def test_make_trainer_is_quiet_and_writes_nothing(tmp_path, capsys, monkeypatch)
     assert os.listdir(tmp_path) == []
     with pytest.raises(ValueError, match="max_epochs"):
         runtime.make_trainer(0)
+
+
+def test_single_thread_restores_the_thread_count_as_context_and_decorator():
+    import torch
+
+    from neurips25.runtime import single_thread
+
+    outer = torch.get_num_threads()
+    torch.set_num_threads(2)  # the Makefile exports one thread; start from two so a restore shows
+    before = torch.get_num_threads()
+    with single_thread():
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+
+    @single_thread()
+    def inside():
+        return torch.get_num_threads()
+
+    assert inside() == 1 and inside() == 1  # reusable: the decorator re-enters on every call
+    assert torch.get_num_threads() == before == 2
+    torch.set_num_threads(outer)

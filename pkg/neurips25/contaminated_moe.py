@@ -23,7 +23,6 @@ Contents
 """
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .runtime import make_trainer
+from .runtime import make_trainer, single_thread
 
 __all__ = [
     "FAMILIES", "SETTINGS", "THEORY_SLOPES", "PretrainedExpert", "pack", "unpack", "paper_setting",
@@ -66,22 +65,6 @@ def _check_pos_int(value: Any, name: str, low: int = 1) -> int:
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
         raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
     return int(value)
-
-
-def _one_thread(fn):
-    """Run ``fn`` with one intra-op CPU thread: the tensors here are small (n × d = 8), so thread
-    synchronisation costs more than it saves, and on a shared, oversubscribed CPU it stalls badly."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        old = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            torch.set_num_threads(old)
-
-    return wrapper
 
 
 # --- the frozen pre-trained expert and the parameter vector ----------------------------------------
@@ -266,7 +249,7 @@ class ContaminatedMoEMLE(_lightning_module()):
                                  history_size=50, line_search_fn="strong_wolfe")
 
 
-@_one_thread
+@single_thread()
 def fit_with_lightning(x: torch.Tensor, y: torch.Tensor, expert: PretrainedExpert,
                        theta_init: torch.Tensor, epochs: int = 10,
                        max_iter: int = 50) -> torch.Tensor:
@@ -338,7 +321,7 @@ def nll_grad_hess(theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
     return -ell.mean(dim=-1), grad, hess
 
 
-@_one_thread
+@single_thread()
 def fit_mle(x: torch.Tensor, y: torch.Tensor, expert: PretrainedExpert, theta_init: torch.Tensor,
             max_iter: int = 60, tol: float = 1e-13,
             tau_max: float = 8.0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -395,7 +378,7 @@ def parameter_errors(theta_hat: torch.Tensor, theta_star: torch.Tensor) -> dict[
             "nu": (a["nu"] - b["nu"]).abs()}
 
 
-@_one_thread
+@single_thread()
 def hellinger_error(theta_hat: torch.Tensor, theta_star: torch.Tensor, expert: PretrainedExpert,
                     n_x: int = 400, n_y: int = 1401, seed: int = 0) -> torch.Tensor:
     """E_X[h(p_Ĝ(·|X), p_G*(·|X))] with h² = ½∫(√p − √q)² dy, per repetition of ``theta_hat``.
@@ -426,7 +409,7 @@ def hellinger_error(theta_hat: torch.Tensor, theta_star: torch.Tensor, expert: P
     return torch.stack(out).reshape(theta_hat.shape[:-1])
 
 
-@_one_thread
+@single_thread()
 def rate_experiment(setting: str, ns: list[int], reps: int, seed: int = 0, d: int = 8,
                     init_noise: float = 0.05, n_x: int = 300) -> dict[str, Any]:
     """§4: for each n, draw ``reps`` data sets from G*(n), fit all by ``fit_mle`` and record errors.
@@ -517,7 +500,7 @@ def is_distinguishable(family: str, nu0: float = 1.0, n_grid: int = 5) -> bool:
                for m in means for v in nus)
 
 
-@_one_thread
+@single_thread()
 def fisher_information(theta: torch.Tensor, expert: PretrainedExpert, n_mc: int = 20_000,
                        seed: int = 0) -> torch.Tensor:
     """Per-sample Fisher information E[∇log p ∇log pᵀ] in θ (Monte Carlo over (X, Y) ~ p_θ)."""

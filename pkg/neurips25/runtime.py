@@ -16,7 +16,8 @@ import os
 import random
 import sys
 import warnings
-from typing import Any, Mapping
+from contextlib import contextmanager
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 import torch
@@ -29,6 +30,7 @@ __all__ = [
     "scale",
     "pick",
     "quiet",
+    "single_thread",
     "make_trainer",
 ]
 
@@ -95,6 +97,22 @@ def pick(config: Mapping[str, Any]) -> Any:
     if missing:
         raise ValueError(f"config must have keys {SCALES}; missing {missing}")
     return config[scale()]
+
+
+@contextmanager
+def single_thread() -> Iterator[None]:
+    """Run torch on one intra-op CPU thread inside the block (the old count is restored afterwards).
+
+    The book's tensors are small: thread synchronisation costs more than it saves, badly so on a
+    shared or oversubscribed CPU, and float results can depend on the thread count (reduction order),
+    which stored outputs must not. Works as ``with single_thread(): ...`` and as a decorator.
+    """
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
 
 
 def quiet() -> None:

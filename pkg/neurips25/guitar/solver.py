@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ..runtime import single_thread
 from .data import check_views
 from .tensor import RANK_SURROGATES, tensor_prox
 
@@ -148,12 +149,8 @@ class GUITAR:
         self._validate()
         if torch.device(self.device).type != "cpu":
             return self._fit(views, masks, dims)
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        with single_thread():
             return self._fit(views, masks, dims)
-        finally:
-            torch.set_num_threads(threads)
 
     def _fit(self, views, masks, dims) -> GUITAR:
         Xs = preprocess(views, masks, dims)

@@ -1,10 +1,7 @@
 """The chapter's experiment: live for one seed in the notebook, over seeds by the CLI."""
 from __future__ import annotations
 
-from contextlib import contextmanager
-
-import torch
-
+from ..runtime import single_thread
 from .core import (
     ReductionPlan,
 )
@@ -19,19 +16,6 @@ VARIANTS = {
     "ours (w=2)": dict(method="ours", window=2), "EViT": dict(method="evit"), "ToMe": dict(method="tome"),
     "random": dict(method="random"), "keep LF": dict(method="keep_lf"),
 }
-
-
-@contextmanager
-def single_thread():
-    """Run torch on one CPU thread inside the block (restored afterwards). Float results depend on
-    the thread count (reduction order), and the stored outputs must not; matrices this small gain
-    nothing from more threads."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
 
 
 def run_experiment(seed: int = 0, epochs: int = 7, ft_epochs: int = 2, layers=(1, 2, 3),
