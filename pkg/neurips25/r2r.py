@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from neurips25.lm.generate import _cache_kw, _out_cache, encode_batch
+from neurips25.lm import cache_kwarg, encode_batch, output_cache
 
 __all__ = ["OPS", "SEPARATORS", "modchain", "answer_of", "is_correct", "step_values", "verify", "label_tokens",
            "collect_router_data", "router_features", "Router", "train_router", "recall_threshold",
@@ -155,7 +155,7 @@ def _greedy_ids(model, seqs: list[list[int]], max_new_tokens: int, eos: int) -> 
 
 def _decode(model, ids, mask, max_new_tokens, eos) -> list[list[int]]:
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
-    ckw, cache, res = _cache_kw(model), None, []
+    ckw, cache, res = cache_kwarg(model), None, []
     done = torch.zeros(ids.shape[0], dtype=torch.bool)
     step_ids, step_pos = ids, pos
     for _ in range(max_new_tokens):
@@ -163,7 +163,7 @@ def _decode(model, ids, mask, max_new_tokens, eos) -> list[list[int]]:
         if cache is not None:
             kw[ckw] = cache
         out = model(**kw)
-        cache = _out_cache(out)
+        cache = output_cache(out)
         nxt = out.logits[:, -1].argmax(-1)
         res.append(torch.where(done, torch.full_like(nxt, -1), nxt))
         done = done | (nxt == eos)
@@ -357,7 +357,7 @@ def routed_generate(slm, llm, tok, prompts: Sequence[str], score: Callable, tau:
     if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
     ids, mask, pos = encode_batch(tok, list(prompts), add_bos=True, side="left")
-    ckw, cache = _cache_kw(slm), None
+    ckw, cache = cache_kwarg(slm), None
     B, eos = ids.shape[0], tok.eos_token_id
     done = torch.zeros(B, dtype=torch.bool)
     new, routed = [], []
@@ -368,7 +368,7 @@ def routed_generate(slm, llm, tok, prompts: Sequence[str], score: Callable, tau:
         if cache is not None:
             kw[ckw] = cache
         out = slm(**kw)
-        cache = _out_cache(out)
+        cache = output_cache(out)
         logits = out.logits[:, -1]
         nxt = logits.argmax(-1)
         if tau >= 1.0:

@@ -33,6 +33,7 @@ Inference (``generate``):
     ``continuation_logprobs(model, tok, prompts, continuations)`` → per-token log-probs (list of 1-D tensors).
     ``score_choices(model, tok, prompts, choices)`` → ``(B, C)`` log-probs over single-token choices.
     ``next_token_logits(model, tok, prompts)`` → ``(B, V)``; ``encode_batch(tok, texts, side=)``.
+    Hand-written decoding loops: ``model(**{cache_kwarg(model): cache}, ...)``, ``output_cache(out)``.
 Adapters (``lora``):
     ``add_lora(model, r=4, target_modules=None, *, alpha=None, dropout=0, seed=0)`` → ``PeftModel``
     (attention projections by default); ``lora_parameters(model)`` → ``{name: A or B}``;
@@ -48,10 +49,12 @@ silence_hf()
 
 from .generate import (  # noqa: E402
     Generation,
+    cache_kwarg,
     continuation_logprobs,
     encode_batch,
     generate,
     next_token_logits,
+    output_cache,
     score_choices,
 )
 from .lora import DEFAULT_TARGETS, add_lora, lora_counts, lora_parameters, mask_lora_gradients  # noqa: E402
@@ -65,6 +68,7 @@ __all__ = [
     "ARCHS", "tiny_model", "pretrained", "count_parameters", "context_length",
     "CausalLM", "TextDataModule", "train_lm", "lm_loss", "warmup_cosine",
     "Generation", "generate", "continuation_logprobs", "score_choices", "next_token_logits", "encode_batch",
+    "cache_kwarg", "output_cache",
     "DEFAULT_TARGETS", "add_lora", "lora_parameters", "lora_counts", "mask_lora_gradients",
     "Grammar", "default_grammar", "arithmetic_pairs",
 ]

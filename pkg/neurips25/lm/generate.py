@@ -19,20 +19,23 @@ import torch.nn.functional as F
 
 from .models import context_length
 
-__all__ = ["Generation", "encode_batch", "generate", "continuation_logprobs", "score_choices", "next_token_logits"]
+__all__ = ["Generation", "encode_batch", "generate", "continuation_logprobs", "score_choices", "next_token_logits",
+           "cache_kwarg", "output_cache"]
 
 
 def _base(model):
     return model.get_base_model() if hasattr(model, "get_base_model") else model
 
 
-def _cache_kw(model) -> str:
-    """transformers >= 5.2x renamed ``past_key_values`` to ``cache``; accept either."""
+def cache_kwarg(model) -> str:
+    """The name of the KV-cache argument of ``model.forward``: transformers >= 5.2x renamed
+    ``past_key_values`` to ``cache``; hand-written decoding loops use this to work with either."""
     params = inspect.signature(_base(model).forward).parameters
     return "cache" if "cache" in params else "past_key_values"
 
 
-def _out_cache(out):
+def output_cache(out):
+    """The KV cache a forward pass returned (under either name, see :func:`cache_kwarg`)."""
     return out["cache"] if "cache" in out else out["past_key_values"]
 
 
@@ -148,7 +151,7 @@ def generate(model, tokenizer, prompts: str | Sequence[str], max_new_tokens: int
         gen.manual_seed(0 if seed is None else int(seed))
     was_training = model.training
     model.eval()
-    ckw = _cache_kw(model)
+    ckw = cache_kwarg(model)
     B = ids.shape[0]
     eos = tokenizer.eos_token_id
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -165,7 +168,7 @@ def generate(model, tokenizer, prompts: str | Sequence[str], max_new_tokens: int
                 kw[ckw] = cache
             out = model(**kw)
             if use_cache:
-                cache = _out_cache(out)
+                cache = output_cache(out)
             logits = out.logits[:, -1, :]
             nxt = _sample(logits, float(temperature), top_k, gen)
             nxt = torch.where(done, torch.full_like(nxt, pad), nxt)
