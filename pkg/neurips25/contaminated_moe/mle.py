@@ -1,0 +1,162 @@
+"""The MLE: a float64 L-BFGS LightningModule, and batched damped Newton for rate sweeps."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import torch
+import torch.nn.functional as F
+
+from ..runtime import make_trainer, single_thread
+from .model import _LOG2PI, PretrainedExpert, _as_f64, _check_theta, neg_log_likelihood, unpack
+
+# --- the MLE as a Lightning module ---------------------------------------------------------------
+
+def _lightning_module():
+    import lightning as L
+
+    return L.LightningModule
+
+
+class ContaminatedMoEMLE(_lightning_module()):
+    """Maximum likelihood for eq. (1): full-batch L-BFGS (strong Wolfe) in float64.
+
+    The parameter is the packed vector θ = [β, τ, η, log ν]; ``theta_init`` is the start (the
+    paper initialises near the truth). Train with ``make_trainer(epochs, precision="64-true")``
+    on a loader that yields the whole data set as one batch (see ``fit_with_lightning``).
+    """
+
+    def __init__(self, family: str, eta0: list[float], nu0: float, theta_init: list[float],
+                 max_iter: int = 50):
+        super().__init__()
+        self.save_hyperparameters()
+        self.expert = PretrainedExpert(family, torch.tensor(eta0, dtype=torch.float64), nu0)
+        self.theta = torch.nn.Parameter(_check_theta(torch.tensor(theta_init, dtype=torch.float64),
+                                                     self.expert.d).clone())
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return neg_log_likelihood(self.theta, x, y, self.expert)
+
+    def configure_optimizers(self):
+        return torch.optim.LBFGS([self.theta], lr=1.0, max_iter=self.hparams.max_iter,
+                                 tolerance_grad=1e-12, tolerance_change=1e-14,
+                                 history_size=50, line_search_fn="strong_wolfe")
+
+
+@single_thread()
+def fit_with_lightning(x: torch.Tensor, y: torch.Tensor, expert: PretrainedExpert,
+                       theta_init: torch.Tensor, epochs: int = 10,
+                       max_iter: int = 50) -> torch.Tensor:
+    """Fit one data set with ``ContaminatedMoEMLE`` through a quiet Lightning ``Trainer``."""
+    x, y = _as_f64(x, "x"), _as_f64(y, "y")
+    if x.ndim != 2 or y.shape != x.shape[:1]:
+        raise ValueError(f"x must be (n, d) and y (n,), got {tuple(x.shape)} and {tuple(y.shape)}")
+    model = ContaminatedMoEMLE(expert.family, expert.eta0.tolist(), expert.nu0,
+                               _check_theta(theta_init, expert.d).tolist(), max_iter=max_iter)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y),
+                                         batch_size=len(x), shuffle=False)
+    with warnings.catch_warnings():
+        # one full batch per epoch is intended here; Lightning warns that the loader is small.
+        warnings.filterwarnings("ignore", message=r".*number of training batches.*")
+        make_trainer(epochs, precision="64-true").fit(model, loader)
+    return model.theta.detach().clone()
+
+
+# --- the MLE by batched damped Newton (for rate sweeps over many repetitions) ---------------------
+
+def _local_derivatives(theta, x, y, expert):
+    """Per-sample log-likelihood ℓ(s, t, v) with its gradient and Hessian in q = (s, t, v).
+
+    s = βᵀx + τ, t = ηᵀx and v = log ν are *linear* in θ, so ∇_θℓ = Jᵀ∇_qℓ and ∇²_θℓ = Jᵀ∇²_qℓ J:
+    the exact Hessian needs only these 3×3 blocks. With a = log(w1 N), b = log(w0 f0), r = σ(a−b)
+    (the prompt's responsibility): ∇ℓ = r∇a + (1−r)∇b, ∇²ℓ = r∇²a + (1−r)∇²b + r(1−r)DDᵀ, D = ∇a−∇b.
+    """
+    g = unpack(theta)
+    s = torch.einsum("...nd,...d->...n", x, g["beta"]) + g["tau"][..., None]
+    m = torch.tanh(torch.einsum("...nd,...d->...n", x, g["eta"]))
+    v = g["log_nu"][..., None]
+    nu = v.exp()
+    u = y - m
+    c = 1 - m ** 2  # dm/dt
+    a = -F.softplus(-s) - 0.5 * (_LOG2PI + v + u ** 2 / nu)
+    b = -F.softplus(s) + expert.log_prob_at(y, expert.mean(x))
+    ell = torch.logaddexp(a, b)
+    r = torch.sigmoid(a - b)
+    w1 = torch.sigmoid(s)
+    w0w1 = w1 * (1 - w1)
+    da_t, da_v = u * c / nu, 0.5 * (u ** 2 / nu - 1)
+    grad = torch.stack([r - w1, r * da_t, r * da_v], dim=-1)
+    D = torch.stack([torch.ones_like(s), da_t, da_v], dim=-1)
+    hess = (r * (1 - r))[..., None, None] * D[..., :, None] * D[..., None, :]
+    hess[..., 0, 0] -= w0w1
+    hess[..., 1, 1] += r * (-(c ** 2) / nu - 2 * m * c * u / nu)
+    hess[..., 1, 2] += -r * u * c / nu
+    hess[..., 2, 1] += -r * u * c / nu
+    hess[..., 2, 2] += -r * u ** 2 / (2 * nu)
+    return ell, grad, hess
+
+
+def nll_grad_hess(theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
+                  expert: PretrainedExpert) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Average NLL, its gradient and its exact Hessian in θ, per repetition (analytic, batched)."""
+    theta = _check_theta(theta, expert.d)
+    ell, gq, hq = _local_derivatives(theta, _as_f64(x, "x"), _as_f64(y, "y"), expert)
+    n, d = x.shape[-2], expert.d
+    feats = [torch.cat([x, torch.ones_like(x[..., :1])], dim=-1), x, torch.ones_like(x[..., :1])]
+    idx = [slice(0, d + 1), slice(d + 1, 2 * d + 1), slice(2 * d + 1, 2 * d + 2)]
+    grad = torch.zeros(theta.shape, dtype=torch.float64)
+    hess = torch.zeros(*theta.shape, theta.shape[-1], dtype=torch.float64)
+    for i in range(3):
+        grad[..., idx[i]] = -torch.einsum("...ni,...n->...i", feats[i], gq[..., i]) / n
+        for j in range(i, 3):
+            blk = -torch.einsum("...ni,...n,...nj->...ij", feats[i], hq[..., i, j], feats[j]) / n
+            hess[..., idx[i], idx[j]] = blk
+            hess[..., idx[j], idx[i]] = blk.transpose(-1, -2)
+    return -ell.mean(dim=-1), grad, hess
+
+
+@single_thread()
+def fit_mle(x: torch.Tensor, y: torch.Tensor, expert: PretrainedExpert, theta_init: torch.Tensor,
+            max_iter: int = 60, tol: float = 1e-13,
+            tau_max: float = 8.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """The MLE of every repetition at once: Levenberg–Marquardt-damped Newton on θ.
+
+    ``x`` (R, n, d), ``y`` (R, n), ``theta_init`` (R, 2d+2). Each repetition keeps its own damping
+    λ (raised ×4 on a rejected step, lowered ÷4 on an accepted one) and stops once its Newton
+    decrement gᵀH⁻¹g/2 falls below ``tol``. As in the theory, Θ is compact: steps that leave
+    the box |β_j|, |η_j| ≤ 10, |τ| ≤ ``tau_max``, |log ν − log ν0| ≤ 8 are rejected.
+    Returns (θ̂, converged mask).
+    """
+    theta = _check_theta(theta_init, expert.d).detach().clone()
+    if theta.ndim != 2 or x.ndim != 3 or x.shape[0] != theta.shape[0]:
+        raise ValueError(f"expected theta_init (R, p) and x (R, n, d) with the same R, got "
+                         f"{tuple(theta.shape)} and {tuple(x.shape)}")
+    R, p = theta.shape
+    lam = torch.full((R,), 1e-3, dtype=torch.float64)
+    done = torch.zeros(R, dtype=torch.bool)
+    for _ in range(max_iter):
+        loss, g, H = nll_grad_hess(theta, x, y, expert)
+        scale = H.diagonal(dim1=-2, dim2=-1).abs().clamp_min(1e-12)
+        for _ in range(30):  # raise λ until every damped Hessian is positive definite
+            A = H + lam[:, None, None] * torch.diag_embed(scale)
+            L_chol, info = torch.linalg.cholesky_ex(A)
+            bad = info > 0
+            if not bool(bad.any()):
+                break
+            lam = torch.where(bad, lam * 10, lam)
+        step = -torch.cholesky_solve(g[..., None], L_chol)[..., 0]
+        decrement = -(g * step).sum(-1) / 2
+        done = done | (decrement < tol)
+        if bool(done.all()):
+            break
+        trial = theta + step
+        t = unpack(trial)
+        inside = ((t["beta"].abs() <= 10).all(-1) & (t["eta"].abs() <= 10).all(-1)
+                  & (t["tau"].abs() <= tau_max) & ((t["log_nu"] - math.log(expert.nu0)).abs() <= 8))
+        with torch.no_grad():
+            new_loss = neg_log_likelihood(trial, x, y, expert)
+        accept = (new_loss <= loss) & torch.isfinite(new_loss) & inside & ~done
+        theta = torch.where(accept[:, None], trial, theta)
+        lam = torch.where(accept, (lam / 4).clamp_min(1e-12), lam * 4)
+    return theta, done
