@@ -1,0 +1,116 @@
+"""Experiments: Gaussian leaves with an exact reference, over configs and seeds (stored results)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .gaussian import bw2, bw2_uvp, gaussian_tree_sb
+from .matching import simulate_tree, tree_dsbm
+from .tree import Tree, star_tree
+
+# --- experiments: Gaussian leaves with an exact reference ---------------------------------------
+
+def h_tree(sigma: float) -> Tree:
+    """A non-star tree: two unobserved hubs 0 — 1, leaves 2, 3 on hub 0 and 4, 5 on hub 1 (unit lengths)."""
+    return Tree(6, [(0, 1), (0, 2), (0, 3), (1, 4), (1, 5)], [1.0] * 5, [2, 3, 4, 5], sigma)
+
+
+def gaussian_problem(d: int, K: int, seed: int, spread: float = 1.5):
+    """K Gaussian marginals in R^d: means ~ N(0, spread²I), covariances with eigenvalues in [0.5, 2]."""
+    from ..data import random_spd
+
+    rng = np.random.default_rng(seed)
+    means = [rng.normal(size=d) * spread for _ in range(K)]
+    covs = [random_spd(d, seed=1000 * seed + i).numpy() for i in range(K)]
+    return means, covs
+
+
+def independent_reference(tree: Tree, means, covs) -> tuple[np.ndarray, np.ndarray]:
+    """Law of every vertex when the leaves are independent (iteration 0): Y_U = B y_S + noise."""
+    d = len(means[0])
+    B, C = tree.conditional()
+    G = np.kron(B, np.eye(d))
+    S = np.zeros((len(covs) * d,) * 2)
+    for i, c in enumerate(covs):
+        S[i * d:(i + 1) * d, i * d:(i + 1) * d] = c
+    return G @ np.concatenate(means), G @ S @ G.T + np.kron(C, np.eye(d))
+
+
+def run_gaussian(tree: Tree, means, covs, seed: int = 0, n: int = 2048, n_iter: int = 3, steps: int = 200,
+                 batch_size: int = 128, hidden: Sequence[int] = (64, 64, 64), n_steps: int = 30,
+                 lr: float = 5e-3) -> dict:
+    """TreeDSBM on Gaussian leaves; BW2²-UVP (%) of every unobserved vertex against the exact TreeSB.
+
+    Returns ``uvp_independent`` (per unobserved vertex, analytic) and ``uvp[it][start][u]``: after
+    IMF iteration ``it``, simulating from observed vertex ``start``, at unobserved vertex ``u``.
+    """
+    from ..data import sample_gaussian
+    from ..runtime import seed_everything
+
+    seed_everything(seed)
+    d = len(means[0])
+    data = [sample_gaussian(m, c, n, seed=1000 * seed + 17 * i).float() for i, (m, c) in enumerate(zip(means, covs))]
+    mV, CV = gaussian_tree_sb(tree, means, covs)
+    exact = {u: (mV[u * d:(u + 1) * d], CV[u * d:(u + 1) * d, u * d:(u + 1) * d]) for u in tree.unobserved}
+    m_ind, C_ind = independent_reference(tree, means, covs)
+    ind = [float(100) * bw2(m_ind[k * d:(k + 1) * d], C_ind[k * d:(k + 1) * d, k * d:(k + 1) * d], *exact[u])
+           / np.trace(exact[u][1]) for k, u in enumerate(tree.unobserved)]
+    uvp: list = []
+
+    def record(it, model):
+        per_start = []
+        for k, s in enumerate(tree.observed):
+            Y = simulate_tree(model, s, data[k], n_steps)
+            per_start.append([float(bw2_uvp(Y[:, u], *exact[u])) for u in tree.unobserved])
+        uvp.append(per_start)
+
+    tree_dsbm(tree, data, n_iter=n_iter, steps=steps, batch_size=batch_size, hidden=hidden, lr=lr, n_steps=n_steps,
+              callback=record)
+    return {"uvp_independent": ind, "uvp": uvp}
+
+
+CONFIGS = {
+    "star_d2_equal": dict(tree="star", d=2, weights=[1 / 3, 1 / 3, 1 / 3]),
+    "star_d2_unequal": dict(tree="star", d=2, weights=[0.6, 0.3, 0.1]),
+    "star_d4_equal": dict(tree="star", d=4, weights=[1 / 3, 1 / 3, 1 / 3]),
+    "h_tree_d2": dict(tree="h", d=2, weights=None),
+}
+
+
+def run_config(name: str, seed: int, sigma: float = float(np.sqrt(0.05)), **kw) -> dict:
+    """One entry of ``CONFIGS`` (ε = 2σ² = 0.1 by default) for one seed."""
+    if name not in CONFIGS:
+        raise ValueError(f"name must be one of {sorted(CONFIGS)}, got {name!r}")
+    cfg = CONFIGS[name]
+    tree = star_tree(cfg["weights"], sigma) if cfg["tree"] == "star" else h_tree(sigma)
+    means, covs = gaussian_problem(cfg["d"], len(tree.observed), seed)
+    return run_gaussian(tree, means, covs, seed=seed, **kw)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    import argparse
+    import time
+
+    from ..results import save_results
+
+    p = argparse.ArgumentParser(description="TreeDSBM on Gaussian trees over seeds (stored results).")
+    p.add_argument("--configs", nargs="+", default=list(CONFIGS))
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--n-iter", type=int, default=3)
+    p.add_argument("--steps", type=int, default=200)
+    a = p.parse_args(argv)
+    out: dict = {}
+    for name in a.configs:
+        out[name] = {}
+        for s in a.seeds:
+            t0 = time.time()
+            out[name][str(s)] = run_config(name, s, n_iter=a.n_iter, steps=a.steps)
+            print(name, s, f"{time.time() - t0:.0f}s", flush=True)
+    cmd = (f"python -m neurips25.tree_sb --configs {' '.join(a.configs)} --seeds {' '.join(map(str, a.seeds))}"
+           f" --n-iter {a.n_iter} --steps {a.steps}")
+    print(save_results("tree_sb", out, cmd, a.seeds[0]))
+
+
+if __name__ == "__main__":
+    main()
