@@ -1,0 +1,174 @@
+"""The chapter's experiment: upstream pre-training, the federated downstream task, the sweep (CLI)."""
+from __future__ import annotations
+
+import argparse
+import copy
+from functools import lru_cache
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..token_reduction.experiment import single_thread
+from .core import capacity_profile, dirichlet_split
+from .federation import Client, Method, Server
+from .model import step_cost
+
+#: label -> Method of the compared runs. Learning rates: 3e-3 for methods that train whole layers,
+#: 1e-2 for the PEFT baselines (best of {3e-3, 1e-2, 3e-2} for FedBitFit and FedLoRA on seed 0, alpha = 0.1)
+METHODS = {
+    "FedAvg": Method("fedavg", lr=3e-3),
+    "Head only": Method("headonly", lr=1e-2),
+    "FedBitFit": Method("bitfit", lr=1e-2),
+    "FedLoRA": Method("lora", lr=1e-2),
+    "LEFF": Method("leff", lr=3e-3, sampling="importance", r=0.5),
+    "LEFF (random)": Method("leff", lr=3e-3, sampling="random", r=0.5),
+    "LEFF (round-robin)": Method("leff", lr=3e-3, sampling="roundrobin", r=0.5),
+    "LEFF (r=0.25)": Method("leff", lr=3e-3, sampling="importance", r=0.25),
+    "LEFF (r=1)": Method("leff", lr=3e-3, sampling="importance", r=1.0),
+}
+
+
+def task_data(seed: int = 0, proxy_size: int = 128) -> dict:
+    """Upstream task: digits 0-4 (pre-training; its images double as the public, unlabelled proxy
+    set). Downstream task: digits 5-9 (labels 0-4), stratified 60% train (the clients' data) / 40% test."""
+    from sklearn.model_selection import train_test_split
+
+    from ..data import load_digits_tensors
+
+    X, y = load_digits_tensors()
+    up = y < 5
+    Xd, yd = X[~up], y[~up] - 5
+    tr, te = train_test_split(np.arange(len(yd)), test_size=0.4, random_state=seed, stratify=yd.numpy())
+    g = torch.Generator().manual_seed(seed)
+    Xu, yu = X[up], y[up]
+    proxy = Xu[torch.randperm(len(Xu), generator=g)[:proxy_size]]
+    return {"upstream": (Xu, yu), "train": (Xd[tr], yd[tr]), "test": (Xd[te], yd[te]), "proxy": proxy}
+
+
+@lru_cache(maxsize=4)
+def _pretrained(seed: int, epochs: int):
+    from ..runtime import make_trainer, seed_everything
+    from ..token_reduction.training import ViTClassifier
+
+    seed_everything(seed)
+    Xu, yu = task_data(seed)["upstream"]
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(Xu, yu), batch_size=32, shuffle=True,
+                                         generator=torch.Generator().manual_seed(seed))
+    lm = ViTClassifier()
+    make_trainer(epochs).fit(lm, train_dataloaders=loader)
+    return lm.model.eval()
+
+
+def pretrain(seed: int = 0, epochs: int = 10) -> nn.Module:
+    """The tiny ViT pre-trained centrally on the upstream task, with a fresh 5-way head for the
+    downstream task (a copy: callers may change it)."""
+    model = copy.deepcopy(_pretrained(seed, epochs))
+    g = torch.Generator().manual_seed(seed + 1)
+    head = nn.Linear(model.head.in_features, 5)
+    with torch.no_grad():
+        head.weight.copy_(torch.randn(head.weight.shape, generator=g) * 0.02)
+        head.bias.zero_()
+    model.head = head
+    return model
+
+
+def run_method(method: Method, alpha: float = 0.1, seed: int = 0, rounds: int = 15, n_clients: int = 8,
+               levels=(1, 2, 3), local_steps: int = 10, batch_size: int = 32, pretrain_epochs: int = 10,
+               cost: bool = True) -> dict:
+    """One federated fine-tuning run: accuracy after every round, and per-client costs of a local step
+    (trainable parameters, FLOPs, memory estimate) with the simulated round time, where client ``i``'s
+    speed is proportional to its capacity ``L_i`` (a capacity-1 client is 3x slower than a capacity-3 one)."""
+    with single_thread():
+        data = task_data(seed)
+        Xtr, ytr = data["train"]
+        parts = dirichlet_split(ytr, n_clients, alpha, seed)
+        clients = [Client(i, Xtr[p], ytr[p]) for i, p in enumerate(parts)]
+        caps = capacity_profile(n_clients, levels)
+        model = pretrain(seed, pretrain_epochs)
+        server = Server(model, clients, caps, method, data["proxy"], local_steps, batch_size, seed)
+        costs, blocks, cache = [], [], {}
+        xb, yb = Xtr[:batch_size], ytr[:batch_size]
+
+        def on_round(t, srv):
+            blocks.append([list(p.block) for p in srv.last_plans])
+            if not cost:
+                return
+            row = []
+            for plan in srv.last_plans:
+                key = (plan.spec.layer_map.count(-1), len(plan.spec.layer_map), plan.trainable)
+                if key not in cache:
+                    from .model import build_model
+
+                    m = build_model(plan.spec)
+                    for n, p in m.named_parameters():
+                        p.requires_grad_(n in plan.trainable)
+                    c = step_cost(m, xb, yb)
+                    cache[key] = (c.trainable, c.flops, c.memory)
+                row.append(cache[key])
+            costs.append(row)
+
+        acc = server.run(rounds, *data["test"], on_round=on_round)
+    out = {"acc": acc, "blocks": blocks, "capacities": list(caps),
+           "sizes": [len(p) for p in parts],
+           "importance": None if server.importance is None else server.importance.tolist()}
+    if cost:
+        arr = np.array(costs, dtype=float)              # rounds x clients x (trainable, flops, memory)
+        speeds = np.array(caps, float) / server.depth
+        out.update(trainable=float(arr[..., 0].mean()), flops=float(arr[..., 1].mean()),
+                   memory=float(arr[..., 2].max(1).mean()),
+                   round_time=float((local_steps * arr[..., 1] / speeds).max(1).mean()))
+    return out
+
+
+def sweep(seeds=(0, 1, 2), alphas=(0.1, 1.0), methods=None, **kw) -> dict:
+    """Every method x alpha x seed; ``{method: {alpha: {seed: run}}}`` (JSON keys are strings)."""
+    methods = list(METHODS) if methods is None else list(methods)
+    out: dict = {}
+    for name in methods:
+        for a in alphas:
+            for s in seeds:
+                out.setdefault(name, {}).setdefault(str(a), {})[str(s)] = run_method(METHODS[name], a, s, **kw)
+    return out
+
+
+def main(argv=None) -> None:
+    """``python -m neurips25.leff [--seeds 0 1 2] [--rounds 15]``: the sweep, stored in
+    ``notebooks/results/leff.json``."""
+    from ..results import save_results
+
+    p = argparse.ArgumentParser(prog="python -m neurips25.leff", description=main.__doc__)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--alphas", type=float, nargs="+", default=[0.1, 1.0])
+    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--methods", nargs="+", default=list(METHODS))
+    args = p.parse_args(argv)
+    runs = sweep(args.seeds, args.alphas, args.methods, rounds=args.rounds)
+    cmd = ("python -m neurips25.leff --seeds " + " ".join(map(str, args.seeds)) + " --alphas "
+           + " ".join(map(str, args.alphas)) + f" --rounds {args.rounds}")
+    save_results("leff", {"runs": runs, "rounds": args.rounds}, cmd, seed=args.seeds[0])
+
+
+def leff_client_cost(L: int, k: int, r: float, depth: int = 6, batch_size: int = 32, kind: str = "leff"):
+    """The :class:`~neurips25.leff.model.Cost` of one local step for a client that trains layers
+    ``[k, k+L)`` of a ``depth``-layer tiny ViT whose other layers are compressed with ratio ``r``
+    (``kind="fedavg"``: the full model, all layers trained). Weights do not matter for the count."""
+    from .core import check_capacities
+    from .federation import trainable_names
+    from .model import ModelSpec, build_model, n_compressed
+
+    (L,) = check_capacities((L,), depth)
+    if not 0 <= k <= depth - L:
+        raise ValueError(f"k must be in [0, {depth - L}] for L={L}, got {k}")
+    pre, post = n_compressed(k, r), n_compressed(depth - k - L, r)
+    layer_map = (-1,) * pre + tuple(range(k, k + L)) + (-1,) * post
+    if kind == "fedavg":
+        layer_map, pre = tuple(range(depth)), 0
+    torch.manual_seed(0)
+    model = build_model(ModelSpec(layer_map=layer_map))
+    names = trainable_names(model, kind, range(pre, pre + L))
+    for n, p in model.named_parameters():
+        p.requires_grad_(n in names)
+    x = torch.rand(batch_size, 64)
+    y = torch.arange(batch_size) % 5
+    return step_cost(model, x, y)

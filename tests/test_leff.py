@@ -1,0 +1,281 @@
+"""Tests for neurips25.leff: partitions, capacities, importance, sampling, aggregation, compression,
+the accountant and one federated round per method."""
+import numpy as np
+import pytest
+import torch
+
+from neurips25.data import load_digits_tensors
+from neurips25.leff import (
+    Client,
+    LoRALinear,
+    Method,
+    Server,
+    add_lora,
+    block_probabilities,
+    capacity_profile,
+    check_capacities,
+    choose_blocks,
+    compress_segment,
+    dirichlet_split,
+    distill_loss,
+    fedavg,
+    layerwise_aggregate,
+    n_compressed,
+    round_time,
+    run_blocks,
+    run_method,
+    step_cost,
+    taylor_importance,
+)
+from neurips25.runtime import seed_everything
+from neurips25.token_reduction import TinyViT
+
+
+def _setup(n_clients=3, per=40):
+    seed_everything(0)
+    X, y = load_digits_tensors()
+    clients = [Client(i, X[i * per:(i + 1) * per], y[i * per:(i + 1) * per] % 5) for i in range(n_clients)]
+    return TinyViT(num_classes=5), clients, X[-64:], y[-64:] % 5
+
+
+def _run_round(model, clients, caps, method, proxy=None, seed=0):
+    srv = Server(model, clients, caps, method, proxy, local_steps=3, batch_size=16, seed=seed)
+    before = srv.state()
+    results = [c.fit(s, p) for c, s, p in srv.configure_round(0)]
+    srv.aggregate(results)
+    return before, srv.state(), srv
+
+
+# --- aggregation ----------------------------------------------------------------------------------
+
+def test_leff_with_full_capacity_equals_fedavg_exactly():
+    model, clients, _, _ = _setup()
+    import copy
+
+    _, fa, _ = _run_round(copy.deepcopy(model), clients, [6, 6, 6], Method("fedavg"))
+    _, lf, srv = _run_round(copy.deepcopy(model), clients, [6, 6, 6], Method("leff", r=1.0))
+    assert all(p.block == tuple(range(6)) for p in srv.last_plans)
+    assert fa.keys() == lf.keys()
+    for k in fa:
+        assert torch.equal(fa[k], lf[k]), k
+
+
+def test_layerwise_aggregate_reduces_to_fedavg_and_keeps_untouched():
+    g = {"a": torch.randn(3), "b": torch.randn(2, 2), "c": torch.randn(4)}
+    states = [{k: v + i for k, v in g.items()} for i in range(1, 4)]
+    n = [5, 1, 7]
+    full = layerwise_aggregate(g, list(zip(states, n)))
+    ref = fedavg(states, n)
+    for k in g:
+        assert torch.equal(full[k], ref[k])
+    part = layerwise_aggregate(g, [({"a": states[0]["a"]}, 5), ({"a": states[1]["a"], "b": states[1]["b"]}, 1)])
+    assert part["c"] is g["c"]
+    assert torch.equal(part["b"], states[1]["b"])                      # S_l = {client 1} only
+    assert torch.allclose(part["a"], (5 * states[0]["a"] + states[1]["a"]) / 6)
+
+
+def test_unselected_layers_stay_bit_identical_in_a_round():
+    model, clients, X, _ = _setup(2)
+    before, after, srv = _run_round(model, clients, [1, 2], Method("leff", sampling="roundrobin", r=0.5),
+                                    proxy=X)
+    trained = {l for p in srv.last_plans for l in p.block}
+    assert trained == {0, 1, 2}                                        # round 0: starts 0 and 1
+    for k in before:
+        if k.startswith("blocks."):
+            changed = not torch.equal(before[k], after[k])
+            if int(k.split(".")[1]) not in trained or "omega" in k:
+                assert not changed, k
+    assert not torch.equal(before["blocks.0.attn.qkv.weight"], after["blocks.0.attn.qkv.weight"])
+    assert torch.equal(before["pos_embed"], after["pos_embed"])
+
+
+def test_aggregate_validation():
+    g = {"a": torch.zeros(3)}
+    with pytest.raises(ValueError, match="at least one"):
+        layerwise_aggregate(g, [])
+    with pytest.raises(ValueError, match="not in the global state"):
+        layerwise_aggregate(g, [({"z": torch.zeros(3)}, 1)])
+    with pytest.raises(ValueError, match="shape"):
+        layerwise_aggregate(g, [({"a": torch.zeros(2)}, 1)])
+    with pytest.raises(ValueError, match="n_samples"):
+        layerwise_aggregate(g, [({"a": torch.zeros(3)}, 0)])
+
+
+# --- sampling --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("L", [1, 2, 3, 6])
+def test_block_probabilities_are_a_softmax_over_valid_starts(L):
+    imp = torch.tensor([0.1, 3.0, 0.5, 0.2, 2.0, 0.05], dtype=torch.float64)
+    p = block_probabilities(imp, L, temperature=0.2)
+    assert p.shape == (6 - L + 1,)
+    assert torch.isclose(p.sum(), torch.tensor(1.0, dtype=torch.float64))
+    share = imp / imp.sum()
+    B = torch.stack([share[k:k + L].sum() for k in range(6 - L + 1)])
+    assert torch.allclose(p, torch.softmax(B / 0.2, 0))
+    assert torch.allclose(p, block_probabilities(1e6 * imp, L, 0.2))     # scale-free (normalised shares)
+    assert torch.allclose(block_probabilities(imp, L, 1e9), torch.full_like(p, 1 / len(p)))
+
+
+def test_choose_blocks_respects_capacity():
+    rng = np.random.default_rng(0)
+    imp = torch.rand(6)
+    for sampling in ("importance", "random", "roundrobin"):
+        for t in range(5):
+            ks = choose_blocks([1, 2, 3, 6], 6, sampling, t, rng, imp)
+            assert all(0 <= k <= 6 - L for k, L in zip(ks, [1, 2, 3, 6]))
+    with pytest.raises(ValueError, match="sampling"):
+        choose_blocks([1], 6, "greedy", 0, rng, imp)
+    with pytest.raises(ValueError, match="importance"):
+        choose_blocks([1], 6, "importance", 0, rng, None)
+
+
+@pytest.mark.parametrize("bad", [0, 7, -1])
+def test_invalid_capacities_raise(bad):
+    with pytest.raises(ValueError, match="between 1 and depth=6"):
+        check_capacities([1, bad], 6)
+    with pytest.raises(ValueError, match="between 1 and depth=6"):
+        capacity_profile(4, (1, bad), 6)
+    with pytest.raises(ValueError, match="between 1 and depth=6"):
+        block_probabilities(torch.ones(6), bad)
+    model, clients, _, _ = _setup(2)
+    with pytest.raises(ValueError, match="between 1 and depth=6"):
+        Server(model, clients, [1, bad], Method())
+
+
+def test_capacity_and_method_validation():
+    assert capacity_profile(8) == (1, 2, 3, 1, 2, 3, 1, 2)
+    with pytest.raises(ValueError, match="capacities"):
+        check_capacities([], 6)
+    with pytest.raises(ValueError, match="int"):
+        check_capacities([1.5], 6)
+    with pytest.raises(ValueError, match="kind"):
+        Method("fedprox")
+    with pytest.raises(ValueError, match="r must"):
+        Method(r=0.0)
+    with pytest.raises(ValueError, match="sampling"):
+        Method(sampling="best")
+    with pytest.raises(ValueError, match="temperature"):
+        block_probabilities(torch.ones(6), 2, temperature=0)
+    with pytest.raises(ValueError, match="non-negative"):
+        block_probabilities(torch.tensor([1.0, -1.0]), 1)
+    model, clients, _, _ = _setup(2)
+    with pytest.raises(ValueError, match="entries"):
+        Server(model, clients, [1, 2, 3], Method())
+    with pytest.raises(ValueError, match="proxy"):
+        Server(model, clients, [1, 2], Method(r=0.5))
+
+
+# --- data ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("alpha", [0.1, 1.0, 100.0])
+def test_dirichlet_split_covers_every_sample_once(alpha):
+    y = np.repeat(np.arange(5), 60)
+    parts = dirichlet_split(y, 8, alpha, seed=1)
+    assert len(parts) == 8 and min(len(p) for p in parts) >= 8
+    assert np.array_equal(np.sort(np.concatenate(parts)), np.arange(len(y)))
+
+
+def test_dirichlet_alpha_controls_heterogeneity():
+    y = np.repeat(np.arange(5), 200)
+
+    def n_classes(alpha):
+        return np.mean([len(np.unique(y[p])) for p in dirichlet_split(y, 8, alpha, seed=0)])
+
+    assert n_classes(0.1) < n_classes(100.0) == 5
+
+
+def test_dirichlet_validation():
+    with pytest.raises(ValueError, match="alpha"):
+        dirichlet_split([0, 1], 2, 0.0)
+    with pytest.raises(ValueError, match="n_clients"):
+        dirichlet_split([0, 1], 0, 1.0)
+    with pytest.raises(ValueError, match="labels"):
+        dirichlet_split([], 2, 1.0)
+    with pytest.raises(ValueError, match="exceeds"):
+        dirichlet_split([0, 1, 0], 2, 1.0, min_size=2)
+
+
+# --- importance, compression, LoRA, accountant ---------------------------------------------------------
+
+def test_taylor_importance_matches_definition():
+    torch.manual_seed(0)
+    layers = [torch.nn.Linear(3, 3), torch.nn.Linear(3, 2)]
+    x = torch.randn(5, 3)
+    loss = layers[1](torch.tanh(layers[0](x))).pow(2).sum()
+    imp = taylor_importance(loss, layers)
+    loss = layers[1](torch.tanh(layers[0](x))).pow(2).sum()
+    loss.backward()
+    ref = [sum(((p.grad * p) ** 2).sum() for p in layer.parameters()) for layer in layers]
+    assert torch.allclose(imp, torch.stack(ref).double())
+    with pytest.raises(ValueError, match="scalar"):
+        taylor_importance(torch.ones(2), layers)
+
+
+def test_compression_shrinks_and_distillation_lowers_E():
+    assert [n_compressed(n, 0.5) for n in range(6)] == [0, 1, 1, 2, 2, 3]
+    assert n_compressed(5, 1.0) == 5 and n_compressed(4, 0.25) == 1
+    with pytest.raises(ValueError, match="r must"):
+        n_compressed(3, 1.5)
+    model, _, X, _ = _setup()
+    with torch.no_grad():
+        x0 = model.embed(X)
+        hidden, attns = run_blocks(model.blocks, x0, model.n_patches)
+    blocks = list(model.blocks[1:5])
+
+    def E(students):
+        with torch.no_grad():
+            h, a = run_blocks(students, hidden[0], model.n_patches)
+        return float(distill_loss(h, [hidden[2], hidden[4]], a, [attns[2], attns[4]], 0.5))
+
+    init = compress_segment(blocks, hidden[0], hidden[1:5], attns[1:5], 0.5, model.n_patches, steps=0)
+    tuned = compress_segment(blocks, hidden[0], hidden[1:5], attns[1:5], 0.5, model.n_patches, steps=15)
+    assert len(init) == len(tuned) == 2
+    assert E(tuned) < E(init)
+    assert len(compress_segment(blocks, hidden[0], hidden[1:5], attns[1:5], 1.0, model.n_patches)) == 4
+
+
+def test_lora_starts_at_the_base_model():
+    model, _, X, _ = _setup()
+    with torch.no_grad():
+        ref = model(X)
+        out = add_lora(model, 2)(X)
+    assert torch.allclose(ref, out)
+    assert isinstance(model.blocks[0].attn.qkv, LoRALinear)
+    with pytest.raises(ValueError, match="rank"):
+        LoRALinear(torch.nn.Linear(2, 2), 0)
+
+
+def test_step_cost_and_round_time():
+    model, _, X, y = _setup()
+    full = step_cost(model, X[:16], y[:16])
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for p in model.blocks[5].parameters():
+        p.requires_grad_(True)
+    last = step_cost(model, X[:16], y[:16])
+    assert last.trainable == sum(p.numel() for p in model.blocks[5].parameters())
+    assert last.flops < full.flops and last.memory < full.memory
+    assert all(p.grad is None for p in model.parameters())
+    assert round_time([2.0, 4.0], [1.0, 4.0], K=3) == 6.0
+    with pytest.raises(ValueError, match="speeds"):
+        round_time([1.0], [0.0], 1)
+
+
+# --- smoke -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["fedavg", "bitfit", "lora", "leff"])
+def test_one_round_per_method(name):
+    model, clients, X, y = _setup(2)
+    before, after, srv = _run_round(model, clients, [1, 3], Method(name, r=0.5), proxy=X)
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert "head.weight" in changed and 0.0 <= srv.evaluate(X, y) <= 1.0
+    if name == "lora":
+        assert any("lora_B" in k for k in changed) and not any("base" in k for k in changed)
+    if name == "bitfit":
+        assert all(k.endswith("bias") or "norm" in k or k.startswith("head") for k in changed)
+
+
+def test_run_method_smoke():
+    out = run_method(Method("leff", r=0.5), alpha=1.0, seed=0, rounds=1, pretrain_epochs=1, local_steps=2)
+    assert len(out["acc"]) == 1 and out["capacities"] == [1, 2, 3, 1, 2, 3, 1, 2]
+    assert out["flops"] > 0 and out["round_time"] > 0 and len(out["importance"]) == 6
