@@ -1,0 +1,241 @@
+"""The tiny models (training, decoding, self-consistency), the whole experiment, drawing, the CLI."""
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Sequence
+
+from .graph import (
+    FORMATS,
+    QUESTIONS,
+    Graph,
+    Trace,
+    World,
+    extract_answer,
+    make_traces,
+    make_world,
+    render,
+    to_networkx,
+)
+from .verify import (
+    LearnedVerifier,
+    OracleVerifier,
+    acc_at_passed,
+    accuracy,
+    filter_traces,
+    runtime_verify,
+    verifier_examples,
+)
+
+# ------------------------------------------------------------------------------- the tiny LM itself
+CONTROL = ["<direct>", "<cot>", "<graph>", "<verify>"]  # format control tokens (prompt only)
+_MARKUP = ["Q", "[A]", "(", ")", ",", ".", "so", "=>", "[K]", "[R]", "yes", "no", *QUESTIONS,
+           *(f"{k}{i}" for k in "KR" for i in range(4)), *(f"[{k}{i}]" for k in "KR" for i in range(4))]
+
+
+def _tokenizer(world: World):
+    """Word-level tokenizer: every entity, relation and markup word is one token; the format control
+    tokens are special (they only ever appear in prompts, and ``decode`` drops special tokens)."""
+    from neurips25.lm import build_tokenizer
+
+    return build_tokenizer("word", world.facts() + [" ".join(_MARKUP)], special_tokens=CONTROL)
+
+
+def knowledge_corpus(world: World, *, entity_weight: int = 4) -> list[str]:
+    """The knowledge corpus: every atomic fact once per person and ``entity_weight`` times per city and
+    country (facts about places are more frequent in text than facts about one person)."""
+    n_people = len(world.city_of)
+    facts = world.facts()
+    return facts[:n_people] + facts[n_people:] * entity_weight
+
+
+def train_model(world: World, data: Sequence[tuple[str, str]], *, steps: int = 800, n_layer: int = 2,
+                n_embd: int = 64, batch_size: int = 64, lr: float = 3e-3, fact_repeats: int = 4, mode: str = "pad",
+                arch: str = "llama", seed: int = 0, tokenizer=None):
+    """A tiny GPT-2 (``neurips25.lm``, Lightning) trained from scratch on the knowledge corpus (every fact of
+    the world, ``knowledge_corpus`` repeated ``fact_repeats`` times, so it knows the held-out people's facts
+    too) mixed with ``data``,
+    ``(prompt, completion)`` pairs with the loss on the completion. Returns ``(model, tokenizer)``.
+
+    Proposers and the verifier are separate models trained on the same knowledge corpus — the paper's
+    "shared base model, one LoRA fine-tune per role", in the cheapest form at this scale.
+    """
+    from neurips25.lm import tiny_model, train_lm
+
+    if not data:
+        raise ValueError("data is empty: nothing to train on besides the knowledge corpus")
+    if not isinstance(fact_repeats, int) or fact_repeats < 1:
+        raise ValueError(f"fact_repeats must be a positive int, got {fact_repeats!r}")
+    tok = tokenizer or _tokenizer(world)
+    model = tiny_model(tok, n_layer=n_layer, n_embd=n_embd, n_head=4, n_positions=48, arch=arch, seed=seed)
+    mix = list(data) + [("", f) for f in knowledge_corpus(world)] * fact_repeats
+    random.Random(seed).shuffle(mix)  # the order matters for mode="pack" (what precedes each sequence)
+    train_lm(model, tok, mix, steps=steps, lr=lr, warmup=40, batch_size=batch_size, mask="answer", mode=mode,
+             block_size=48, seed=seed, accelerator="cpu")
+    return model, tok
+
+
+def proposer_data(traces: Sequence[Trace], formats: Sequence[str] = FORMATS) -> list[tuple[str, str]]:
+    """Every trace rendered in each of ``formats`` (the control token selects the format)."""
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise ValueError(f"formats must be a non-empty subset of {FORMATS}, got {list(formats)}")
+    return [render(t, f) for t in traces for f in formats]
+
+
+def answer_questions(model, tok, questions: Sequence[tuple[str, str]], fmt: str, *, temperature: float = 0.0,
+                     seed: int = 0) -> list[str]:
+    """Generate the completion for each ``(kind, person)`` question in format ``fmt``."""
+    from neurips25.lm import generate
+
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
+    prompts = [f"Q {k} {p} <{fmt}>" for k, p in questions]
+    return generate(model, tok, prompts, max_new_tokens=40, temperature=temperature, seed=seed).texts
+
+
+def self_consistency(model, tok, questions: Sequence[tuple[str, str]], *, n: int = 5, temperature: float = 1.0,
+                     seed: int = 0) -> list[str | None]:
+    """CoT self-consistency: ``n`` sampled chains per question, majority vote over their answers (ties go
+    to the answer seen first)."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0 for sampling, got {temperature!r}")
+    votes = [answer_questions(model, tok, questions, "cot", temperature=temperature, seed=seed + i) for i in range(n)]
+    out = []
+    for row in zip(*votes):
+        answers = [a for a in map(extract_answer, row) if a is not None]
+        out.append(Counter(answers).most_common(1)[0][0] if answers else None)
+    return out
+
+
+def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency: float = 0.75, slip: float = 0.1,
+                   steps: int = 800,
+                   verifier_steps: int = 800, n_layer: int = 2, n_embd: int = 64, verify_repeats: int = 2,
+                   sc_n: int = 5, seed: int = 0, filtered: bool = True, return_state: bool = False):
+    """The whole study for one seed (every number of the chapter's results table):
+
+    1. world, and the proposer's noisy traces for the training people; 2. the verifier (knowledge corpus +
+    verify prompts on the training people); 3. Alg. 1 filters the traces with it; 4. proposer A on the
+    noisy traces and proposer B on the kept traces (knowledge corpus + all three formats each);
+    5. evaluation on the held-out people: each format's accuracy, CoT self-consistency, GRiD + filtered
+    training and runtime verification (learned and oracle verifier: Acc@passed and coverage); the
+    verifier's accuracy on held-out steps; the cost of verification in tokens. ``filtered=False`` skips
+    proposer B (and its ``filtered_*`` numbers); the rest is unchanged.
+    """
+    world = make_world(n_people, seed=seed)
+    traces = make_traces(world, confusion=confusion, consistency=consistency, slip=slip, seed=seed)
+    # the verifier: knowledge corpus (more repeats: its fact check is recall) + verify prompts whose negatives
+    # are dependency/purpose errors (fact errors are caught by recall, see LearnedVerifier)
+    ver_data = verifier_examples(world, repeats=verify_repeats, corruptions=("conclusion", "citation"), seed=seed)
+    ver_model, tok = train_model(world, ver_data, steps=verifier_steps, n_layer=n_layer, n_embd=n_embd,
+                                 fact_repeats=8, arch="gpt2", seed=seed)
+    verifier, oracle = LearnedVerifier(ver_model, tok), OracleVerifier(world)
+    kept, rejected = filter_traces(traces, verifier)
+    model_a, _ = train_model(world, proposer_data(traces), steps=steps, n_layer=n_layer, n_embd=n_embd, seed=seed,
+                             tokenizer=tok)
+    model_b = None
+    if filtered:  # proposer B (``filtered=False`` skips it: a cheaper run for the notebook)
+        model_b, _ = train_model(world, proposer_data(kept), steps=steps, n_layer=n_layer, n_embd=n_embd, seed=seed,
+                                 tokenizer=tok)
+    qs = [(k, p) for p in world.test_people for k in QUESTIONS]
+    gold = [world.answer(k, p) for k, p in qs]
+    bad = [t for t in traces if t.corruption]
+    confused = {world.country_of[world.city_of[t.person]] for t in traces if t.corruption == "fact"}
+    hit = [i for i, (k, p) in enumerate(qs) if k == "language" and world.country_of[world.city_of[p]] in confused]
+    res: dict = {"seed": seed, "n_train_traces": len(traces), "n_test": len(qs),
+                 "corrupted_frac": len(bad) / len(traces),
+                 # Alg. 1 quality: share of corrupted traces rejected, of clean traces kept
+                 "filter_recall": _frac([t for t in rejected if t.corruption], bad),
+                 "filter_keep_clean": _frac([t for t in kept if not t.corruption], [t for t in traces if not t.corruption]),
+                 "kept_corrupted_frac": _frac([t for t in kept if t.corruption], kept)}
+    texts = {}
+    for name, model in (("", model_a), ("filtered_", model_b)):
+        if model is None:
+            continue
+        for fmt in FORMATS if not name else ("graph",):
+            texts[name + fmt] = out = answer_questions(model, tok, qs, fmt)
+            res[name + fmt] = accuracy([extract_answer(t) for t in out], gold)
+            if fmt == "graph":  # split: questions the misconception touches vs the rest
+                for part, idx in (("misconception", hit), ("other", [i for i in range(len(qs)) if i not in hit])):
+                    res[f"{name}graph_{part}"] = accuracy([extract_answer(out[i]) for i in idx], [gold[i] for i in idx])
+        for vname, v in (("learned", LearnedVerifier(ver_model, tok)), ("oracle", oracle)):
+            ver = runtime_verify(texts[name + "graph"], v)
+            res[f"{name}rv_{vname}_acc"], res[f"{name}rv_{vname}_cov"] = acc_at_passed(
+                [x.answer for x in ver], gold, [x.passed for x in ver])
+            if vname == "learned":
+                n_main = sum(len(t.split()) + 1 for t in texts[name + "graph"])
+                res[f"{name}verify_token_ratio"] = v.n_tokens / n_main
+    res["cot_sc"] = accuracy(self_consistency(model_a, tok, qs, n=sc_n, seed=seed), gold)
+    test_steps = verifier_examples(world, world.test_people, seed=seed + 1)
+    p = verifier.p_yes([s for s, _ in test_steps])
+    res["verifier_acc_heldout"] = sum((q >= 0.5) == (y == "yes") for q, (_, y) in zip(p, test_steps)) / len(p)
+    res["verifier_recall_heldout"] = _frac([1 for q, (_, y) in zip(p, test_steps) if y == "no" and q < 0.5],
+                                           [1 for _, y in test_steps if y == "no"])
+    if not return_state:
+        return res
+    state = dict(world=world, traces=traces, kept=kept, rejected=rejected, tok=tok, verifier=verifier,
+                 oracle=oracle, model_a=model_a, model_b=model_b, questions=qs, gold=gold, texts=texts)
+    return res, state
+
+
+def _frac(part, whole) -> float:
+    return len(part) / len(whole) if len(whole) else float("nan")
+
+
+# --------------------------------------------------------------------------------------- drawing
+def draw_graph(graph: Graph, verdicts: dict | None = None, *, ax=None, title: str | None = None):
+    """Draw the DAG (premises left of conclusions), nodes green/red by ``verdicts[name]`` (knowledge nodes
+    without a verdict grey, unverified reasoning nodes white); the answer is shown in the title."""
+    import matplotlib.pyplot as plt
+    import networkx as nx
+
+    verdicts = verdicts or {}
+    g = to_networkx(graph)
+    depth = {}
+    for n in graph.nodes:
+        depth[n.name] = 0 if n.kind == "K" else 1 + max(depth[p] for p in n.premises)
+    rows = Counter()
+    pos = {}
+    for n in graph.nodes:
+        pos[n.name] = (depth[n.name], -rows[depth[n.name]] - 0.5 * depth[n.name])
+        rows[depth[n.name]] += 1
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3.2))
+    default = {"K": "#d9d9d9", "R": "#ffffff"}
+    colors = [{True: "#8fd19e", False: "#f4a6a6"}.get(verdicts.get(n.name), default[n.kind]) for n in graph.nodes]
+    nx.draw_networkx_edges(g, pos, ax=ax, arrows=True, arrowstyle="-|>", arrowsize=14, node_size=2600,
+                           edge_color="#666666")
+    nx.draw_networkx_nodes(g, pos, ax=ax, node_color=colors, node_size=2600, edgecolors="#333333",
+                           node_shape="s")
+    labels = {n.name: f"{n.name}\n{n.triple[0]}\n{n.triple[1]} {n.triple[2]}" for n in graph.nodes}
+    nx.draw_networkx_labels(g, pos, labels, ax=ax, font_size=7)
+    ax.set_title(title or f"answer: {graph.answer}")
+    ax.set_axis_off()
+    xs = [x for x, _ in pos.values()]
+    ys = [y for _, y in pos.values()]
+    ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
+    ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
+    return ax
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m neurips25.grid_reasoning --seeds 0 1 2 3 4``: the study over seeds, stored with
+    ``neurips25.results.save_results`` in ``notebooks/results/grid_reasoning.json``."""
+    import argparse
+    import os
+
+    from neurips25.results import save_results
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    args = ap.parse_args(argv)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    runs = []
+    for seed in args.seeds:
+        runs.append(run_experiment(seed=seed))
+        print({k: round(v, 3) if isinstance(v, float) else v for k, v in runs[-1].items()}, flush=True)
+    cmd = "python -m neurips25.grid_reasoning --seeds " + " ".join(map(str, args.seeds))
+    print(save_results("grid_reasoning", {"runs": runs}, cmd, args.seeds[0]))
+

@@ -1,0 +1,231 @@
+"""Tests for neurips25.grid_reasoning (GRiD: graphs of knowledge and reasoning nodes, local verification)."""
+import math
+
+import pytest
+
+from neurips25 import grid_reasoning as gr
+from neurips25.grid_reasoning import Graph, Node
+
+
+@pytest.fixture(scope="module")
+def world():
+    return gr.make_world(60, seed=1)
+
+
+@pytest.fixture(scope="module")
+def traces(world):
+    return gr.make_traces(world, confusion=0.25, slip=0.5, seed=1)
+
+
+# --------------------------------------------------------------------------------------- world
+def test_world_split_and_facts(world):
+    assert len(world.train_people) == 42 and len(world.test_people) == 18
+    assert not set(world.train_people) & set(world.test_people)
+    facts = world.facts()
+    assert len(facts) == 60 + 24 + 8
+    p = world.test_people[0]
+    assert f"{p} lives_in {world.city_of[p]} ." in facts  # held-out facts are in the knowledge corpus
+    assert world.holds(p, "speaks", world.answer("language", p))
+    assert not world.holds(p, "in", gr._confuse(world.answer("country", p)))
+
+
+def test_traces_corruptions_are_as_stated(world, traces):
+    assert len(traces) == 2 * len(world.train_people)
+    assert {t.corruption for t in traces} <= {None, *gr.CORRUPTIONS}
+    for t in traces:
+        gold = gr.gold_graph(world, t.kind, t.person)
+        if t.corruption is None:
+            assert t.graph == gold
+        else:
+            assert t.graph != gold
+        if t.corruption == "fact":  # systematic misconception: the next country's language, carried on
+            k = world.country_of[world.city_of[t.person]]
+            assert t.kind == "language" and t.graph["K2"].triple == (k, "speaks", world.language_of[gr._confuse(k)])
+            assert t.graph.answer == t.graph["R1"].triple[2] != world.answer(t.kind, t.person)
+
+
+# --------------------------------------------------------------------------------------- parser
+def test_parser_round_trip(world, traces):
+    for t in traces:
+        for text in (gr.format_graph(t.graph), gr.render(t, "graph")[1]):
+            g = gr.parse_graph(text)
+            assert g == t.graph
+            assert gr.format_graph(g) == text
+
+
+def test_every_premise_refers_to_an_earlier_node(traces):
+    for t in traces:
+        g = gr.parse_graph(gr.format_graph(t.graph))
+        names = [n.name for n in g.nodes]
+        for i, n in enumerate(g.nodes):
+            assert all(names.index(p) < i for p in n.premises)
+            assert (n.kind == "K") == (len(n.premises) == 0)
+
+
+def test_dangling_premise_is_rejected_naming_the_node():
+    with pytest.raises(ValueError, match="node R0 cites K7, which is not in the graph"):
+        gr.parse_graph("[K0] ba ko lives_in paris [R0] ( K0 K7 ) ba ko in france [A] france")
+
+
+def test_forward_reference_is_rejected():
+    with pytest.raises(ValueError, match="node R0 cites K1, which comes after it"):
+        gr.parse_graph("[K0] ba ko lives_in paris [R0] ( K0 K1 ) ba ko in france [K1] paris in france")
+
+
+def test_cycle_is_rejected_naming_a_node():
+    a = Node("R0", ("x", "in", "y"), ("K0", "R1"))
+    b = Node("R1", ("x", "speaks", "z"), ("R0",))
+    g = Graph((Node("K0", ("x", "lives_in", "c")), a, b))
+    with pytest.raises(ValueError, match=r"node R[01] is on a cycle"):
+        gr.check_dag(g)
+    with pytest.raises(ValueError, match="cites itself"):
+        gr.check_dag(Graph((Node("K0", ("x", "lives_in", "c")), Node("R0", ("x", "in", "y"), ("R0",)))))
+
+
+@pytest.mark.parametrize("text, match", [
+    ("", "empty"),
+    ("ba ko lives_in paris", "must start with a node name"),
+    ("[K0] ba ko paris", "relation"),
+    ("[R0] ba ko in france", "premise list"),
+    ("[K0] a lives_in b [K0] b in c", "K0 appears more than once"),
+    ("[K0] a lives_in b [A] c d", "exactly one word"),
+])
+def test_parser_rejects_malformed_text(text, match):
+    with pytest.raises(ValueError, match=match):
+        gr.parse_graph(text)
+
+
+def test_topological_order_and_networkx(world):
+    g = gr.gold_graph(world, "language", world.test_people[0])
+    assert [n.name for n in gr.topological_order(g)] == ["R0", "R1"]
+    nxg = gr.to_networkx(g)
+    assert set(nxg.predecessors("R1")) == {"R0", "K2"}
+
+
+# --------------------------------------------------------------------------------------- verifiers
+def test_oracle_accepts_all_correct_and_rejects_all_corrupted_steps(world):
+    oracle = gr.OracleVerifier(world)
+    labels = [y for people in (world.train_people, world.test_people)
+              for _, y in gr.verifier_examples(world, people, repeats=3, seed=2)]
+    assert labels.count("yes") == labels.count("no")  # every corrupted verifier example is a rejected step
+    # every step of every correct graph passes, the first corrupted step of every corrupted trace fails
+    for p in world.people:
+        for kind in gr.QUESTIONS:
+            g = gr.gold_graph(world, kind, p)
+            assert all(gr.verify_graph(g, oracle, stop=False).values())
+    for t in gr.make_traces(world, world.people, confusion=0.3, slip=1.0, seed=3):
+        v = gr.verify_graph(t.graph, oracle)
+        assert all(v.values()) == (t.corruption is None), (t, v)
+
+
+def test_oracle_reports_which_check_fails(world):
+    p = world.test_people[0]
+    g = gr.gold_graph(world, "country", p)
+    oracle = gr.OracleVerifier(world)
+    k1 = g["K1"]
+    wrong_fact = Node("K1", (k1.triple[0], "in", gr._confuse(k1.triple[2])))  # a false fact, correctly used
+    step = Node("R0", (p, "in", wrong_fact.triple[2]), ("K0", "K1"))
+    assert oracle.checks(step, [g["K0"], wrong_fact]) == {"fact": False, "dependency": True, "purpose": True}
+    restated = Node("R0", g["K0"].triple, ("K0", "K1"))
+    assert oracle.checks(restated, [g["K0"], k1])["purpose"] is False
+
+
+def test_verifier_is_called_once_per_reasoning_node_with_exactly_its_parents(world):
+    calls = []
+
+    def mock(step, premises):
+        calls.append((step.name, [q.name for q in premises]))
+        return True
+
+    g = gr.gold_graph(world, "language", world.train_people[0])
+    assert gr.verify_graph(g, mock) == {"R0": True, "R1": True}
+    assert calls == [("R0", ["K0", "K1"]), ("R1", ["R0", "K2"])]
+    # Alg. 1 over a batch of traces: one call per reasoning node, in topological order
+    calls.clear()
+    traces = [gr.Trace(k, p, gr.gold_graph(world, k, p)) for p in world.train_people[:5] for k in gr.QUESTIONS]
+    kept, rejected = gr.filter_traces(traces, mock)
+    assert len(kept) == 10 and not rejected
+    expected = [(r.name, list(r.premises)) for t in traces for r in t.graph.reasoning]
+    assert calls == expected
+    # stop at the first failure
+    calls.clear()
+    assert gr.verify_graph(g, lambda s, ps: mock(s, ps) and False) == {"R0": False}
+    assert len(calls) == 1
+
+
+def test_filter_and_runtime_verification_with_oracle(world, traces):
+    oracle = gr.OracleVerifier(world)
+    kept, rejected = gr.filter_traces(traces, oracle)
+    assert all(t.corruption is None for t in kept) and all(t.corruption for t in rejected)
+    texts = [gr.format_graph(t.graph) for t in traces] + ["[K0] garbage", gr.format_graph(traces[0].graph)[:-3]]
+    ver = gr.runtime_verify(texts, oracle)
+    assert [v.passed for v in ver[:-2]] == [t.corruption is None for t in traces]
+    assert ver[-2].graph is None and not ver[-2].passed and "relation" in ver[-2].error
+    gold = [world.answer(t.kind, t.person) for t in traces] + ["x", "y"]
+    acc, cov = gr.acc_at_passed([v.answer for v in ver], gold, [v.passed for v in ver])
+    assert acc == 1.0 and math.isclose(cov, sum(t.corruption is None for t in traces) / len(texts))
+
+
+def test_metrics_and_validation():
+    assert gr.accuracy(["a", "b", None], ["a", "c", "d"]) == pytest.approx(1 / 3)
+    assert gr.acc_at_passed(["a", "b"], ["a", "c"], [True, False]) == (1.0, 0.5)
+    acc, cov = gr.acc_at_passed(["a"], ["a"], [False])
+    assert math.isnan(acc) and cov == 0.0
+    with pytest.raises(ValueError, match="equal length"):
+        gr.accuracy(["a"], ["a", "b"])
+    with pytest.raises(ValueError, match="equal length"):
+        gr.acc_at_passed(["a"], ["a"], [True, False])
+    assert gr.extract_answer("x [A] france") == "france" and gr.extract_answer("no answer") is None
+
+
+def test_input_validation(world):
+    with pytest.raises(ValueError, match="n_people"):
+        gr.make_world(2)
+    with pytest.raises(ValueError, match="train_frac"):
+        gr.make_world(20, train_frac=1.0)
+    with pytest.raises(ValueError, match="confusion, consistency and slip"):
+        gr.make_traces(world, confusion=1.5)
+    with pytest.raises(ValueError, match="not in the world"):
+        gr.make_traces(world, ["nobody here"])
+    with pytest.raises(ValueError, match="fmt"):
+        gr.render(gr.Trace("country", world.train_people[0], gr.gold_graph(world, "country", world.train_people[0])),
+                  "tree")
+    with pytest.raises(ValueError, match="kind"):
+        gr.gold_graph(world, "capital", world.train_people[0])
+    with pytest.raises(TypeError, match="text"):
+        gr.parse_graph(3)
+    with pytest.raises(TypeError, match="verifier"):
+        gr.verify_graph(gr.gold_graph(world, "country", world.train_people[0]), "oracle")
+    with pytest.raises(TypeError, match="world"):
+        gr.OracleVerifier("world")
+    g = gr.gold_graph(world, "country", world.train_people[0])
+    with pytest.raises(ValueError, match="exactly its cited nodes"):
+        gr.OracleVerifier(world)(g["R0"], [g["K0"]])
+    with pytest.raises(TypeError, match="reasoning Node"):
+        gr.verify_prompt(g["K0"], [])
+    with pytest.raises(TypeError, match="texts"):
+        gr.runtime_verify("[K0] a lives_in b", gr.OracleVerifier(world))
+    with pytest.raises(ValueError, match="repeats"):
+        gr.verifier_examples(world, repeats=0)
+    with pytest.raises(ValueError, match="formats"):
+        gr.proposer_data([], formats=("tree",))
+    with pytest.raises(ValueError, match="data is empty"):
+        gr.train_model(world, [])
+    with pytest.raises(ValueError, match="threshold"):
+        gr.LearnedVerifier(None, None, threshold=1.0)
+
+
+def test_smoke_training_learned_verifier_and_proposer(world, traces):
+    """A few dozen steps: the pipeline runs end to end and the learned verifier is a callable verifier."""
+    model, tok = gr.train_model(world, gr.verifier_examples(world, repeats=1) + gr.proposer_data(traces[:20]),
+                                steps=30, n_layer=1, n_embd=32, batch_size=32)
+    v = gr.LearnedVerifier(model, tok)
+    kept, rejected = gr.filter_traces(traces[:10], v)
+    assert len(kept) + len(rejected) == 10 and v.calls >= 10
+    qs = [(k, p) for p in world.test_people[:3] for k in gr.QUESTIONS]
+    texts = gr.answer_questions(model, tok, qs, "graph")
+    assert len(texts) == 6 and all(isinstance(t, str) for t in texts)
+    ver = gr.runtime_verify(texts, v)
+    assert len(ver) == 6
+    sc = gr.self_consistency(model, tok, qs[:2], n=2)
+    assert len(sc) == 2
