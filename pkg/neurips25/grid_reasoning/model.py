@@ -52,9 +52,9 @@ def knowledge_corpus(world: World, *, entity_weight: int = 4) -> list[str]:
 def train_model(world: World, data: Sequence[tuple[str, str]], *, steps: int = 800, n_layer: int = 2,
                 n_embd: int = 64, batch_size: int = 64, lr: float = 3e-3, fact_repeats: int = 4, mode: str = "pad",
                 arch: str = "llama", seed: int = 0, tokenizer=None):
-    """A tiny GPT-2 (``neurips25.lm``, Lightning) trained from scratch on the knowledge corpus (every fact of
-    the world, ``knowledge_corpus`` repeated ``fact_repeats`` times, so it knows the held-out people's facts
-    too) mixed with ``data``,
+    """A tiny transformer (``neurips25.lm``: Llama-style by default, GPT-2 with ``arch="gpt2"``; Lightning)
+    trained from scratch on the knowledge corpus (every fact of the world, ``knowledge_corpus`` repeated
+    ``fact_repeats`` times, so it knows the held-out people's facts too) mixed with ``data``,
     ``(prompt, completion)`` pairs with the loss on the completion. Returns ``(model, tokenizer)``.
 
     Proposers and the verifier are separate models trained on the same knowledge corpus — the paper's
