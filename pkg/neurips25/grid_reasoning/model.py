@@ -111,7 +111,7 @@ def self_consistency(model, tok, questions: Sequence[tuple[str, str]], *, n: int
 
 
 def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency: float = 0.75, slip: float = 0.1,
-                   steps: int = 800,
+                   steps: int = 1600,
                    verifier_steps: int = 800, n_layer: int = 2, n_embd: int = 64, verify_repeats: int = 2,
                    sc_n: int = 5, seed: int = 0, filtered: bool = True, return_state: bool = False):
     """The whole study for one seed (every number of the chapter's results table):
@@ -230,12 +230,14 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    ap.add_argument("--steps", type=int, default=1600, help="proposer training steps (800: undertrained)")
     args = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     runs = []
     for seed in args.seeds:
-        runs.append(run_experiment(seed=seed))
+        runs.append(run_experiment(seed=seed, steps=args.steps))
         print({k: round(v, 3) if isinstance(v, float) else v for k, v in runs[-1].items()}, flush=True)
     cmd = "python -m neurips25.grid_reasoning --seeds " + " ".join(map(str, args.seeds))
+    cmd += "" if args.steps == 1600 else f" --steps {args.steps}"
     print(save_results("grid_reasoning", {"runs": runs}, cmd, args.seeds[0]))
 
