@@ -169,13 +169,18 @@ class LearnedVerifier:
             self._recall.update(zip(chunk, self.tok.convert_ids_to_tokens(ids)))
         return [self._recall[q] for q in queries]
 
+    @staticmethod
+    def _recall_query(node: Node) -> str:
+        """``"s r"``: the knowledge-corpus prefix whose greedy completion should be ``node``'s object."""
+        return f"{node.triple[0]} {node.triple[1]}"
+
     def fact_ok(self, node: Node) -> bool:
-        return self.recall([f"{node.triple[0]} {node.triple[1]}"])[0] == node.triple[2]
+        return self.recall([self._recall_query(node)])[0] == node.triple[2]
 
     def prefetch(self, steps: Iterable[tuple[Node, Sequence[Node]]]) -> None:
         steps = list(steps)
         self.p_yes([verify_prompt(s, ps) for s, ps in steps])
-        self.recall([f"{p.triple[0]} {p.triple[1]}" for _, ps in steps for p in ps if p.kind == "K"])
+        self.recall([self._recall_query(p) for _, ps in steps for p in ps if p.kind == "K"])
 
     def checks(self, step: Node, premises: Sequence[Node]) -> dict:
         """``{"fact": bool, "dependency+purpose": bool}`` for one step."""

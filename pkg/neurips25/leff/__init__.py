@@ -37,6 +37,7 @@ from .model import (
     n_compressed,
     round_time,
     run_blocks,
+    set_trainable,
     step_cost,
     submodel,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "check_capacities", "choose_blocks", "dirichlet_split", "fedavg", "layerwise_aggregate",
     "taylor_importance", "Method", "ClientPlan", "Client", "Server", "LocalFit", "trainable_names",
     "Cost", "LayerDistiller", "LoRALinear", "ModelSpec", "add_lora", "build_model", "compress_segment", "compress_segments",
-    "compression_groups", "distill_loss", "n_compressed", "round_time", "run_blocks", "step_cost", "submodel",
+    "compression_groups", "distill_loss", "n_compressed", "round_time", "run_blocks", "set_trainable", "step_cost",
+    "submodel",
     "task_data", "pretrain", "leff_client_cost", "run_method", "sweep", "main",
 ]

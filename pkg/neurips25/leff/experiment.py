@@ -9,10 +9,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..token_reduction.experiment import single_thread
-from .core import capacity_profile, dirichlet_split
-from .federation import Client, Method, Server
-from .model import step_cost
+from ..data import load_digits_tensors
+from ..runtime import make_trainer, seed_everything, single_thread
+from ..token_reduction.training import ViTClassifier
+from .core import capacity_profile, check_capacities, dirichlet_split
+from .federation import Client, Method, Server, trainable_names
+from .model import ModelSpec, build_model, n_compressed, round_time, set_trainable, step_cost
 
 #: label -> Method of the compared runs. Learning rates: 3e-3 for methods that train whole layers,
 #: 1e-2 for the PEFT baselines (best of {3e-3, 1e-2, 3e-2} for FedBitFit and FedLoRA on seed 0, alpha = 0.1)
@@ -34,8 +36,6 @@ def task_data(seed: int = 0, proxy_size: int = 128) -> dict:
     set). Downstream task: digits 5-9 (labels 0-4), stratified 60% train (the clients' data) / 40% test."""
     from sklearn.model_selection import train_test_split
 
-    from ..data import load_digits_tensors
-
     X, y = load_digits_tensors()
     up = y < 5
     Xd, yd = X[~up], y[~up] - 5
@@ -48,9 +48,6 @@ def task_data(seed: int = 0, proxy_size: int = 128) -> dict:
 
 @lru_cache(maxsize=4)
 def _pretrained(seed: int, epochs: int):
-    from ..runtime import make_trainer, seed_everything
-    from ..token_reduction.training import ViTClassifier
-
     seed_everything(seed)
     Xu, yu = task_data(seed)["upstream"]
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(Xu, yu), batch_size=32, shuffle=True,
@@ -98,12 +95,7 @@ def run_method(method: Method, alpha: float = 0.1, seed: int = 0, rounds: int = 
             for plan in srv.last_plans:
                 key = (plan.spec.layer_map.count(-1), len(plan.spec.layer_map), plan.trainable)
                 if key not in cache:
-                    from .model import build_model
-
-                    m = build_model(plan.spec)
-                    for n, p in m.named_parameters():
-                        p.requires_grad_(n in plan.trainable)
-                    c = step_cost(m, xb, yb)
+                    c = step_cost(set_trainable(build_model(plan.spec), plan.trainable), xb, yb)
                     cache[key] = (c.trainable, c.flops, c.memory)
                 row.append(cache[key])
             costs.append(row)
@@ -117,7 +109,7 @@ def run_method(method: Method, alpha: float = 0.1, seed: int = 0, rounds: int = 
         speeds = np.array(caps, float) / server.depth
         out.update(trainable=float(arr[..., 0].mean()), flops=float(arr[..., 1].mean()),
                    memory=float(arr[..., 2].max(1).mean()),
-                   round_time=float((local_steps * arr[..., 1] / speeds).max(1).mean()))
+                   round_time=float(np.mean([round_time(f, speeds, local_steps) for f in arr[..., 1]])))
     return out
 
 
@@ -153,10 +145,6 @@ def leff_client_cost(L: int, k: int, r: float, depth: int = 6, batch_size: int =
     """The :class:`~neurips25.leff.model.Cost` of one local step for a client that trains layers
     ``[k, k+L)`` of a ``depth``-layer tiny ViT whose other layers are compressed with ratio ``r``
     (``kind="fedavg"``: the full model, all layers trained). Weights do not matter for the count."""
-    from .core import check_capacities
-    from .federation import trainable_names
-    from .model import ModelSpec, build_model, n_compressed
-
     (L,) = check_capacities((L,), depth)
     if not 0 <= k <= depth - L:
         raise ValueError(f"k must be in [0, {depth - L}] for L={L}, got {k}")
@@ -166,9 +154,7 @@ def leff_client_cost(L: int, k: int, r: float, depth: int = 6, batch_size: int =
         layer_map, pre = tuple(range(depth)), 0
     torch.manual_seed(0)
     model = build_model(ModelSpec(layer_map=layer_map))
-    names = trainable_names(model, kind, range(pre, pre + L))
-    for n, p in model.named_parameters():
-        p.requires_grad_(n in names)
+    set_trainable(model, trainable_names(model, kind, range(pre, pre + L)))
     x = torch.rand(batch_size, 64)
     y = torch.arange(batch_size) % 5
     return step_cost(model, x, y)

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..runtime import make_trainer
 from ..token_reduction.vit import TinyViT
 from .core import SAMPLINGS, check_capacities, choose_blocks, layerwise_aggregate, taylor_importance
 from .model import (
@@ -22,6 +23,7 @@ from .model import (
     build_model,
     compress_segments,
     run_blocks,
+    set_trainable,
     submodel,
 )
 
@@ -134,11 +136,7 @@ class Client:
     def fit(self, global_state: dict, plan: ClientPlan):
         """Train ``plan.trainable`` for ``plan.steps`` steps; return the trained tensors under their
         global names, the number of local samples ``D_i`` and metrics."""
-        from ..runtime import make_trainer
-
-        model = self._model(global_state, plan.spec)
-        for n, p in model.named_parameters():
-            p.requires_grad_(n in plan.trainable)
+        model = set_trainable(self._model(global_state, plan.spec), plan.trainable)
         g = torch.Generator().manual_seed(plan.seed)
         loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(self.X, self.y),
                                              batch_size=plan.batch_size, shuffle=True, generator=g)

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..runtime import quiet
+from ..runtime import make_trainer, quiet
 from ..token_reduction.core import TokenState
 from ..token_reduction.vit import TinyViT
 
@@ -66,6 +66,14 @@ def build_model(spec: ModelSpec) -> TinyViT:
     model = TinyViT(dim=spec.dim, depth=len(spec.layer_map), heads=spec.heads, mlp_ratio=spec.mlp_ratio,
                     num_classes=spec.num_classes)
     return add_lora(model, spec.lora_rank) if spec.lora_rank else model
+
+
+def set_trainable(model: nn.Module, names) -> nn.Module:
+    """Freeze every parameter of ``model`` except those named in ``names`` (in place; returns ``model``)."""
+    names = set(names)
+    for n, p in model.named_parameters():
+        p.requires_grad_(n in names)
+    return model
 
 
 def submodel(model: TinyViT, blocks: list[nn.Module]) -> TinyViT:
@@ -168,8 +176,6 @@ def compress_segments(segments: dict, r: float, n_patches: int, steps: int = 20,
         jobs.append(out[key])
         data.append((h_in, [hidden[e] for e in ends], [attns[e] for e in ends]))
     if steps > 0 and jobs:
-        from ..runtime import make_trainer
-
         loader = torch.utils.data.DataLoader(_Repeat([data]), batch_size=None)
         make_trainer(None, max_steps=steps).fit(LayerDistiller(jobs, n_patches, alpha, lr), train_dataloaders=loader)
     for blocks in out.values():
