@@ -12,7 +12,7 @@ import numbers
 import textwrap
 from typing import Any, Iterable, Sequence
 
-__all__ = ["show_source", "ResultsTable", "paper_vs_ours", "fmt"]
+__all__ = ["show_source", "ResultsTable", "ClaimsTable", "status_badge", "paper_vs_ours", "fmt"]
 
 
 class _Code:
@@ -123,3 +123,46 @@ def paper_vs_ours(rows: Iterable[Sequence[Any]], digits: int = 3, title: str | N
     """The chapter's comparison table. Each row: ``(quantity, paper's value, our value, note)``;
     the note states the difference in scale or setting (use "" when there is none)."""
     return ResultsTable(["quantity", "paper", "ours", "note"], rows, digits=digits, title=title)
+
+
+def status_badge(status: str) -> str:
+    """An inline-styled HTML badge for a claim status (see :data:`neurips25.results.STATUSES`)."""
+    from .results import STATUS_COLORS
+
+    if status not in STATUS_COLORS:
+        raise ValueError(f"status must be one of {list(STATUS_COLORS)}, got {status!r}")
+    return (f'<span class="claim-status" style="background:{STATUS_COLORS[status]};color:#fff;'
+            f'padding:0 .45em;border-radius:.35em;white-space:nowrap">{html.escape(status)}</span>')
+
+
+class ClaimsTable(ResultsTable):
+    """A chapter's Paper-vs-ours table built from its :class:`~neurips25.results.Claims`: one row per
+    headline claim (with an HTML anchor the scoreboard links to, and a coloured status), then context
+    rows that are not claims."""
+
+    def __init__(self, claims: Sequence[Any], extra: Iterable[Sequence[Any]] = (), title: str | None = None):
+        super().__init__(["claim", "paper", "ours", "status", "note"], title=title)
+        self.anchors: list[str | None] = []
+        for c in claims:
+            self.add(c.statement, c.paper, c.ours, c.status, c.note)
+            self.anchors.append(c.anchor)
+        for row in extra:
+            if len(row) != 4:
+                raise ValueError(f"extra rows are (quantity, paper, ours, note), got {row!r}")
+            q, p, o, n = row
+            self.add(q, p, o, "—", n)
+            self.anchors.append(None)
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        head = "".join(f"<th>{esc(c)}</th>" for c in self.columns)
+        rows = []
+        for cells, anchor in zip(self._cells(), self.anchors):
+            tds = [esc(c) for c in cells]
+            if anchor is not None:
+                tds[3] = status_badge(cells[3])
+            rid = f' id="{esc(anchor)}"' if anchor else ""
+            rows.append(f"<tr{rid}>" + "".join(f"<td>{c}</td>" for c in tds) + "</tr>")
+        caption = f"<caption>{esc(self.title)}</caption>" if self.title else ""
+        return (f'<table class="neurips25-table">{caption}<thead><tr>{head}</tr></thead>'
+                f"<tbody>{''.join(rows)}</tbody></table>")

@@ -26,6 +26,7 @@ import torch.nn.functional as nnf
 from torch import nn
 
 from .nn import MLP
+from .runtime import lightning_module
 
 __all__ = [
     "orthogonality_defect",
@@ -111,13 +112,9 @@ def normalize_by_mean_norm(h: torch.Tensor, ref: torch.Tensor | None = None) -> 
 
 # --- the old and new embedding models -----------------------------------------------------------
 
-def _lightning_module():
-    import lightning as L
-
-    return L.LightningModule
 
 
-class EmbeddingClassifier(_lightning_module()):
+class EmbeddingClassifier(lightning_module()):
     """An MLP embedding φ(x) ∈ ℝ^emb_dim trained with a linear softmax head (cross-entropy).
 
     The old model is a small one trained on a subset of classes, the new one wider and trained on
@@ -216,7 +213,7 @@ def supcon_loss(anchors: torch.Tensor, others: torch.Tensor, y: torch.Tensor, ta
 BACKWARD_KINDS = ("orthogonal", "affine", "identity")
 
 
-class CompatibleAdapters(_lightning_module()):
+class CompatibleAdapters(lightning_module()):
     """Forward map F (old → new) and backward map B (new → old) trained jointly (paper, Sec. 3).
 
     ``backward="orthogonal"``: B⊥ (strict); ``"affine"``: B_λ with the λ-orthogonality regularizer

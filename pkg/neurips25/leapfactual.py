@@ -23,6 +23,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .nn import MLP
+from .runtime import lightning_module
 
 __all__ = [
     "odeint", "trunc_normal_mean", "SquaresToy", "leap", "leapfactual", "query", "cgm_swap",
@@ -240,13 +241,9 @@ def opt_counterfactual(x: torch.Tensor, classifier: nn.Module, target, encode: C
 
 # --- learned parts: the generator (VAE) and the conditional flow (CE-CFM) --------------------------
 
-def _lightning_module():
-    import lightning as L
-
-    return L.LightningModule
 
 
-class VAE(_lightning_module()):
+class VAE(lightning_module()):
     """MLP VAE on flattened images in [0, 1]: encoder → (μ, log σ²), Bernoulli decoder; g⁻¹(x) := μ(x)."""
 
     def __init__(self, in_dim: int = 64, hidden: int = 128, latent: int = 16, beta: float = 1.0,
@@ -276,7 +273,7 @@ class VAE(_lightning_module()):
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
 
 
-class CECFM(_lightning_module()):
+class CECFM(lightning_module()):
     """CE-CFM: v_ψ(z, t, c) on [z, onehot(c), t] (MLP, SELU as in the official code), trained with
     E‖v_ψ(t z₁ + (1 − t) z₀, t, c) − (z₁ − z₀)‖², z₀ ~ N(0, I), c = the classifier's predicted label."""
 

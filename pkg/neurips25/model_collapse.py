@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from .nn import MLP
-from .runtime import make_trainer
+from .runtime import lightning_module, make_trainer
 
 __all__ = [
     "SCHEMES", "Family", "IterationResult", "iterate_mle", "GaussianParams", "GaussianFamily",
@@ -311,13 +311,9 @@ def nonsmooth_replications(n: int, R: int, seed: int = 0) -> tuple[np.ndarray, n
 
 # --- a neural density family: a small RealNVP trained by MLE with Lightning --------------------
 
-def _lightning_module():
-    import lightning as L
-
-    return L.LightningModule
 
 
-class CouplingFlow(_lightning_module()):
+class CouplingFlow(lightning_module()):
     """RealNVP (Dinh et al., 2017): ``n_layers`` affine couplings with alternating masks.
 
     ``log p(x) = log N(f(x); 0, I) + log|det ∂f/∂x|``; training minimises the mean negative

@@ -1,4 +1,5 @@
-"""Stored results of sweeps too heavy for the notebook budget: ``notebooks/results/<slug>.json``.
+"""Stored results: sweeps too heavy for the notebook budget (``notebooks/results/<slug>.json``) and
+each chapter's headline claims (``notebooks/results/claims/<slug>.json``).
 
 Every stored number carries the command that produced it, the seed and the package version, so
 "never a number without the code that produced it" holds for stored figures too.
@@ -10,10 +11,14 @@ import os
 import platform
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Sequence
 
-__all__ = ["results_dir", "save_results", "load_results"]
+import numpy as np
+
+__all__ = ["results_dir", "save_results", "load_results", "STATUSES", "Claim", "Claims", "claim_status",
+           "load_all_claims", "tally", "tally_sentence"]
 
 _SLUG = re.compile(r"^[a-z0-9_]+$")
 
@@ -71,3 +76,206 @@ def load_results(slug: str, path: Path | None = None) -> dict[str, Any]:
         raise FileNotFoundError(f"no stored results for {slug!r} at {path}; regenerate with "
                                 f"`python -m neurips25.{slug}`")
     return json.loads(path.read_text())
+
+
+# --- headline claims ------------------------------------------------------------------------------
+# Each chapter records its paper's headline claims through one `Claims` registry. A claim's status is
+# computed from the same boolean criteria the notebook asserts on, never typed in; the executed
+# notebook writes them to notebooks/results/claims/<slug>.json, from which the book's reproduction
+# scoreboard is built. One source: the chapter's "Paper vs. ours" table is `Claims.table()`.
+
+STATUSES = ("reproduced", "partial", "needs scale", "not reproduced")
+STATUS_COLORS = {"reproduced": "#2e7d32", "partial": "#b26a00", "needs scale": "#1565c0",
+                 "not reproduced": "#c62828"}
+_CLAIM_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+RECORD_ENV = "NEURIPS25_RECORD_CLAIMS"
+
+
+def _check_criteria(name: str, value: Any, *, required: bool) -> dict[str, bool] | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, dict) or not value:
+        raise ValueError(f"{name} must be a non-empty dict {{description: bool}}, got {value!r}")
+    out = {}
+    for k, v in value.items():
+        if not isinstance(k, str) or not k.strip():
+            raise ValueError(f"{name} keys must be non-empty strings describing the test, got {k!r}")
+        if not isinstance(v, (bool, np.bool_)):
+            raise TypeError(f"{name}[{k!r}] must be a bool (the outcome of the test), got "
+                            f"{type(v).__name__}")
+        out[k] = bool(v)
+    return out
+
+
+def claim_status(criteria: dict[str, bool], trend: dict[str, bool] | None = None) -> str:
+    """The status a claim's criteria imply.
+
+    ``reproduced``: every criterion holds. ``needs scale``: not all hold, but every ``trend``
+    criterion does (the measured trend moves toward the paper as size grows). ``partial``: some
+    criteria hold. ``not reproduced``: none does.
+    """
+    criteria = _check_criteria("criteria", criteria, required=True)
+    trend = _check_criteria("trend", trend, required=False)
+    held = sum(criteria.values())
+    if held == len(criteria):
+        return "reproduced"
+    if trend is not None and all(trend.values()):
+        return "needs scale"
+    return "partial" if held else "not reproduced"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One headline claim of a paper, the paper's number, ours, and the tests behind the status."""
+
+    id: str
+    statement: str
+    paper: str
+    ours: str
+    criteria: dict[str, bool]
+    trend: dict[str, bool] | None = None
+    note: str = ""
+
+    @property
+    def status(self) -> str:
+        return claim_status(self.criteria, self.trend)
+
+    @property
+    def anchor(self) -> str:
+        """The HTML id of this claim's row in its chapter's Paper-vs-ours table."""
+        return f"claim-{self.id}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "statement": self.statement, "paper": self.paper, "ours": self.ours,
+                "status": self.status, "criteria": self.criteria, "trend": self.trend, "note": self.note}
+
+    def __repr__(self) -> str:
+        tests = "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in
+                          {**self.criteria, **(self.trend or {})}.items())
+        return f"claim {self.id!r} ({self.status}) — {self.statement} [{tests}]"
+
+
+def _cell(value: Any) -> str:
+    from .display import fmt
+
+    if not isinstance(value, (str, int, float, np.integer, np.floating)):
+        raise TypeError(f"paper/ours must be a string or a number, got {type(value).__name__}")
+    return fmt(value) if not isinstance(value, str) else value
+
+
+class Claims:
+    """A chapter's headline claims, in the order the notebook establishes them.
+
+    >>> claims = Claims("dqp")
+    >>> c = claims.add("speedup", "dQP is faster than OptNet", paper="2541x", ours=f"{s:.0f}x",
+    ...                criteria={"speed-up >= 10 at the largest n": s >= 10})
+    >>> assert c.status == "reproduced", c
+    """
+
+    def __init__(self, slug: str):
+        self.slug = _check_slug(slug)
+        self._claims: dict[str, Claim] = {}
+        self.context: list[list[str]] = []  # Paper-vs-ours rows that are not headline claims
+
+    def add(self, id: str, statement: str, *, paper: Any, ours: Any, criteria: dict[str, bool],
+            trend: dict[str, bool] | None = None, note: str = "") -> Claim:
+        """Record a claim; ``criteria`` map a description of each test to its boolean outcome."""
+        if not isinstance(id, str) or not _CLAIM_ID.match(id):
+            raise ValueError(f"id must match [a-z0-9][a-z0-9-]*, got {id!r}")
+        if id in self._claims:
+            raise ValueError(f"claim id {id!r} is already recorded for {self.slug!r}")
+        if not isinstance(statement, str) or not statement.strip():
+            raise ValueError(f"statement must be a non-empty string, got {statement!r}")
+        if not isinstance(note, str):
+            raise TypeError(f"note must be a string, got {type(note).__name__}")
+        c = Claim(id, statement.strip(), _cell(paper), _cell(ours),
+                  _check_criteria("criteria", criteria, required=True),
+                  _check_criteria("trend", trend, required=False), note)
+        self._claims[id] = c
+        return c
+
+    def __getitem__(self, id: str) -> Claim:
+        if id not in self._claims:
+            raise KeyError(f"no claim {id!r} recorded for {self.slug!r}; have {list(self._claims)}")
+        return self._claims[id]
+
+    def __iter__(self):
+        return iter(self._claims.values())
+
+    def __len__(self) -> int:
+        return len(self._claims)
+
+    def table(self, extra: Iterable[Sequence[Any]] | None = None, title: str | None = "Paper vs. ours"):
+        """The chapter's Paper-vs-ours table: every claim with its status, then context rows
+        ``(quantity, paper, ours, note)`` that are not headline claims (status "—"). ``extra`` replaces
+        the stored context rows, which :meth:`save` records with the claims."""
+        from .display import ClaimsTable
+
+        if extra is not None:
+            rows = []
+            for row in extra:
+                if len(row) != 4:
+                    raise ValueError(f"extra rows are (quantity, paper, ours, note), got {row!r}")
+                rows.append([_cell(v) if v is not None else "—" for v in row])
+            self.context = rows
+        return ClaimsTable(list(self), extra=self.context, title=title)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"slug": self.slug, "claims": [c.to_dict() for c in self], "context": self.context}
+
+    def save(self, path: Path | None = None) -> Path | None:
+        """Write ``claims/<slug>.json`` under :func:`results_dir`.
+
+        Only when ``path`` is given or ``$NEURIPS25_RECORD_CLAIMS=1`` (``make execute`` sets it), so a
+        reader running the notebook in Colab or Jupyter leaves no files behind.
+        """
+        if path is None and os.environ.get(RECORD_ENV) != "1":
+            return None
+        if len(self) == 0:
+            raise ValueError(f"no claims recorded for {self.slug!r}")
+        path = Path(path) if path else results_dir() / "claims" / f"{self.slug}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), indent=1, ensure_ascii=False) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, slug: str, path: Path | None = None) -> Claims:
+        """The claims a chapter's executed notebook recorded."""
+        _check_slug(slug)
+        path = Path(path) if path else results_dir() / "claims" / f"{slug}.json"
+        if not path.exists():
+            raise FileNotFoundError(f"no recorded claims for {slug!r} at {path}; run `make execute NB={slug}`")
+        data = json.loads(path.read_text())
+        claims = cls(data["slug"])
+        for d in data["claims"]:
+            c = claims.add(d["id"], d["statement"], paper=d["paper"], ours=d["ours"],
+                           criteria=d["criteria"], trend=d.get("trend"), note=d.get("note", ""))
+            if c.status != d["status"]:
+                raise ValueError(f"{path}: claim {c.id!r} is stored as {d['status']!r} but its criteria "
+                                 f"give {c.status!r}")
+        claims.context = [list(r) for r in data.get("context", [])]
+        return claims
+
+
+def load_all_claims(directory: Path | None = None) -> dict[str, Claims]:
+    """Every chapter's recorded claims, keyed by slug (sorted by slug)."""
+    directory = Path(directory) if directory else results_dir() / "claims"
+    return {p.stem: Claims.load(p.stem, p) for p in sorted(directory.glob("*.json"))}
+
+
+def tally(all_claims: dict[str, Claims]) -> dict[str, int]:
+    """Counts of claims per status (every status present, in :data:`STATUSES` order)."""
+    counts = {s: 0 for s in STATUSES}
+    for claims in all_claims.values():
+        for c in claims:
+            counts[c.status] += 1
+    return counts
+
+
+def tally_sentence(all_claims: dict[str, Claims]) -> str:
+    """One line for the intro and the README, e.g. "41 of 63 headline claims reproduce at CPU scale"."""
+    t = tally(all_claims)
+    total = sum(t.values())
+    rest = ", ".join(f"{t[s]} {s}" for s in STATUSES[1:] if t[s])
+    return (f"{t['reproduced']} of {total} headline claims from {len(all_claims)} papers reproduce at "
+            f"CPU scale" + (f" ({rest})" if rest else "") + ".")

@@ -32,6 +32,7 @@ __all__ = [
     "quiet",
     "single_thread",
     "make_trainer",
+    "lightning_module",
 ]
 
 SCALES = ("small", "full")
@@ -168,3 +169,15 @@ def make_trainer(max_epochs: int | None = 10, *, verbose: bool = False, **kwargs
     )
     defaults.update(kwargs)
     return L.Trainer(**defaults)
+
+
+def lightning_module() -> type:
+    """``lightning.LightningModule``, imported quietly (Lightning's loggers lowered first).
+
+    Chapters subclass it as ``class Model(lightning_module()): ...`` so that importing a chapter
+    module prints nothing, and Lightning is imported in one place.
+    """
+    quiet()
+    import lightning as L
+
+    return L.LightningModule

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from .nn import TimeConditionedMLP
+from .runtime import lightning_module
 
 __all__ = [
     "sinkhorn_potentials", "sinkhorn_coupling", "sinkhorn_drift", "SinkhornBridge",
@@ -326,13 +327,9 @@ def coupling_pairs(X: torch.Tensor, Y: torch.Tensor, pi: torch.Tensor | None, n_
     return X[idx // n], Y[idx % n]
 
 
-def _lightning_module():
-    import lightning as L
-
-    return L.LightningModule
 
 
-class BridgeMatching(_lightning_module()):
+class BridgeMatching(lightning_module()):
     """Neural drift b_θ(x, t) trained by ``bridge_matching_loss`` on pairs from a coupling."""
 
     def __init__(self, dim: int = 2, eps: float = 0.1, tau: float = 0.98, hidden: Sequence[int] = (64, 64, 64),

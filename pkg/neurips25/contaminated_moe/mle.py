@@ -7,18 +7,14 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from ..runtime import make_trainer, single_thread
+from ..runtime import lightning_module, make_trainer, single_thread
 from .model import _LOG2PI, PretrainedExpert, _as_f64, _check_theta, neg_log_likelihood, unpack
 
 # --- the MLE as a Lightning module ---------------------------------------------------------------
 
-def _lightning_module():
-    import lightning as L
-
-    return L.LightningModule
 
 
-class ContaminatedMoEMLE(_lightning_module()):
+class ContaminatedMoEMLE(lightning_module()):
     """Maximum likelihood for eq. (1): full-batch L-BFGS (strong Wolfe) in float64.
 
     The parameter is the packed vector θ = [β, τ, η, log ν]; ``theta_init`` is the start (the

@@ -13,12 +13,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..runtime import make_trainer
+from ..runtime import lightning_module, make_trainer
 from ..token_reduction.vit import TinyViT
 from .core import SAMPLINGS, check_capacities, choose_blocks, layerwise_aggregate, taylor_importance
 from .model import (
     ModelSpec,
-    _lightning_module,
     add_lora,
     build_model,
     compress_segments,
@@ -101,7 +100,7 @@ def trainable_names(model: nn.Module, kind: str, trained_blocks=None) -> tuple[s
     return tuple(names)
 
 
-class LocalFit(_lightning_module()):
+class LocalFit(lightning_module()):
     """Local training on a client: cross-entropy, Adam on the parameters that require grad."""
 
     def __init__(self, model: nn.Module, lr: float = 1e-3):

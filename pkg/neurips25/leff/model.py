@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..runtime import make_trainer, quiet
+from ..runtime import lightning_module, make_trainer
 from ..token_reduction.core import TokenState
 from ..token_reduction.vit import TinyViT
 
@@ -124,14 +124,9 @@ def distill_loss(h_s, h_t, a_s, a_t, alpha: float) -> torch.Tensor:
     return (1 - alpha) * mse + alpha * kl
 
 
-def _lightning_module():
-    quiet()
-    import lightning as L
-
-    return L.LightningModule
 
 
-class LayerDistiller(_lightning_module()):
+class LayerDistiller(lightning_module()):
     """Server-side distillation (Eq. E) of several compressed segments at once on proxy hidden states.
     ``segments[s]`` are the student blocks of segment ``s``; a batch holds, per segment, ``(H_in, H_t
     per group end, A_t per group end)``. The loss is the sum of the segments' ``E`` -- their parameters

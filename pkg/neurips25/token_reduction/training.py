@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..runtime import quiet
+from ..runtime import lightning_module
 from .core import (
     ReductionPlan,
 )
@@ -12,14 +12,9 @@ from .vit import TinyViT
 
 # --- Lightning modules --------------------------------------------------------------------------------
 
-def _lightning_module():
-    quiet()
-    import lightning as L
-
-    return L.LightningModule
 
 
-class ViTClassifier(_lightning_module()):
+class ViTClassifier(lightning_module()):
     """Trains a :class:`TinyViT` with cross-entropy (AdamW, one-cycle learning rate, optional random
     shifts by up to ``shift`` pixels)."""
 
@@ -58,7 +53,7 @@ def _random_shift(x: torch.Tensor, shift: int) -> torch.Tensor:
     return pad.gather(3, cols)
 
 
-class ReducedFineTuner(_lightning_module()):
+class ReducedFineTuner(lightning_module()):
     """Fine-tunes a copy of a trained :class:`TinyViT` *with* its reduction plan: cross-entropy plus
     self-distillation from the frozen unreduced model, ``(1-alpha) CE + alpha tau^2 KL(p_t || p_s)``.
     With ``plan["reweight"]`` the per-head ``omega1, omega2`` train (at ``omega_lr``) as well."""

@@ -7,17 +7,14 @@ import numpy as np
 import torch
 
 from ..nn import TimeConditionedMLP
+from ..runtime import lightning_module
 from .tree import Tree, brownian_bridge
 
 # --- bridge matching on every edge (Eq. 15) ----------------------------------------------------
 
-def _lightning_module():
-    import lightning as L
-
-    return L.LightningModule
 
 
-class TreeBridgeMatching(_lightning_module()):
+class TreeBridgeMatching(lightning_module()):
     """Drifts v_θ(x, t; e, direction) for all edges and both directions, in one network.
 
     A batch holds observed vertices only; ``training_step`` performs the reciprocal projection on
