@@ -23,6 +23,14 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# Stored outputs must not move between CPUs of one machine kind (some have AVX-512, some not): cap
+# torch's vectorised kernels, oneDNN and MKL at AVX2, which every x86-64 CPU of this kind has. This
+# makes `make execute` and nbval compute on the same numeric paths everywhere; speed is unchanged
+# for the book's small tensors. (OpenBLAS, behind numpy, is left alone: this workplace sets
+# OPENBLAS_CORETYPE itself on CPUs where that matters.)
+export ATEN_CPU_CAPABILITY := avx2
+export ONEDNN_MAX_CPU_ISA := AVX2
+export MKL_CBWR := AVX2
 
 .PHONY: help setup book book-offline book-instructor student-notebooks pdf test test-unit test-nb \
         test-book test-browser test-colab lint execute audit bench clean
