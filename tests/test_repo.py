@@ -13,7 +13,7 @@ CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 REPO_URL = CONFIG["repository"]["url"].rstrip("/")
 INSTALL_RE = re.compile(
     r'^# Colab only: install the book\'s package \(never touches Colab\'s torch/numpy\)\.\n'
-    r'import sys\n'
+    r'import sys\n\n?'
     r'if "google\.colab" in sys\.modules:\n'
     r'    %pip install -q "neurips25(\[[a-z,]+\])? @ git\+' + re.escape(REPO_URL) + r'#subdirectory=pkg"$'
 )
