@@ -21,6 +21,7 @@ from neurips25.fair_matroid import (
     arboricity_bruteforce,
     complete_graph,
     first_fit_colours,
+    first_fit_worst_case,
     hill_climb,
     lemma15_bound,
     matroid_partition,
@@ -108,6 +109,49 @@ def test_alg1_never_needs_more_than_m_colours_exhaustive():
             n_orders += 1
             if n_orders >= 5040:
                 break
+
+
+@pytest.mark.parametrize("copies", [1, 2])
+def test_first_fit_worst_case_reaches_the_ln_k_regime(copies):
+    # the recursive series-parallel instance forces copies * levels colours: (alpha/2)(log2 k + 1)
+    ratios = []
+    for levels in range(2, 10):
+        M, order = first_fit_worst_case(levels, copies)
+        k = M.rank(range(M.n))
+        assert k == 2 ** (levels - 1) and M.n == copies * (2 ** levels - 1)
+        a = arboricity(M) if M.n <= 40 else 2 * copies
+        if 2 ** (levels - 1) > copies:
+            assert a == 2 * copies
+        col = first_fit_colours(M, order)
+        assert col.max() + 1 == copies * levels
+        for j in range(col.max() + 1):
+            assert M.is_independent(np.flatnonzero(col == j))
+        m = alg1_colours(a, k)
+        assert col.max() + 1 <= m  # the theorem, on a near-worst case
+        ratios.append((col.max() + 1) / m)
+    assert ratios[-1] > 0.6  # within a factor 0.6 of the bound: the ln k is not slack here
+
+
+def test_alg1_rejects_understated_alpha_or_k():
+    # K_8 has arboricity 4; alpha = 1 gives m = 3, first-fit needs 5+: colours 3.. would never be accepted
+    with pytest.raises(ValueError, match="alpha must be at least the arboricity"):
+        FirstFitFair(complete_graph(8), alpha=1, k=7)
+    with pytest.raises(ValueError, match="k must be at least the rank"):
+        FirstFitFair(complete_graph(8), alpha=4, k=3)
+    # a worst-case gadget hidden in a long path passes the |E| <= alpha * rank test; the first arrival
+    # that needs colour m + 1 raises instead of being rejected silently
+    W, _ = first_fit_worst_case(8, 2)  # arboricity 4, first-fit needs 16 colours in this order
+    path = [(W.n_vertices + i, W.n_vertices + i + 1) for i in range(300)]
+    M = GraphicMatroid(list(W.edges) + path, W.n_vertices + 301)
+    alg = FirstFitFair(M, alpha=2, k=M.rank(range(M.n)), rng=0)
+    assert alg.m == 15
+    with pytest.raises(ValueError, match="alpha=2 .* understates the matroid"):
+        for e in range(M.n):
+            alg.offer(e)
+    alg = FirstFitFair(M, alpha=4, k=M.rank(range(M.n)), rng=0)  # the true arboricity works
+    for e in range(M.n):
+        alg.offer(e)
+    assert max(alg.colour.values()) == 15 < alg.m
 
 
 def test_alg1_accepts_with_probability_exactly_one_over_m():
@@ -230,6 +274,10 @@ def test_invalid_inputs_raise():
         LaminarFair(M, 2)
     with pytest.raises(ValueError, match="alpha must be a positive int"):
         FirstFitFair(M, 0, 3)
+    with pytest.raises(ValueError, match="levels must be a positive int"):
+        first_fit_worst_case(0)
+    with pytest.raises(ValueError, match="order must be a permutation"):
+        first_fit_colours(M, [0, 1])
     with pytest.raises(ValueError, match="order must be a permutation"):
         acceptance_mc(lambda rng: Greedy(M), M, 2, order=[0, 0, 1, 2, 3, 4])
     with pytest.raises(ValueError, match="d must be a positive int"):

@@ -30,6 +30,7 @@ from .matroids import (  # noqa: F401
     arboricity,
     arboricity_bruteforce,
     complete_graph,
+    first_fit_worst_case,
     matroid_partition,
     partition_matroid,
     random_laminar,
@@ -48,6 +49,6 @@ __all__ = [
     "matroid_partition", "arboricity", "arboricity_bruteforce",
     "Greedy", "FirstFitFair", "LaminarFair", "UniformFair", "RandomOrderGraphicFair",
     "first_fit_colours", "alg1_colours", "lemma15_bound", "alg3_split",
-    "spanning_tree_union", "complete_graph", "random_laminar",
+    "spanning_tree_union", "complete_graph", "random_laminar", "first_fit_worst_case",
     "FairnessEstimate", "acceptance_mc", "alg3_accept_batch", "alg3_acceptance_mc", "hill_climb",
 ]

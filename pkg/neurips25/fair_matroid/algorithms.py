@@ -47,33 +47,59 @@ class FirstFitFair(_Online):
     """Alg. 1 (adversarial order): m = ceil(alpha (ln k + 1)) colours, r ~ Uniform{0..m-1} drawn before
     anything arrives; e gets the first colour j whose class A_j + e is independent; accept iff j == r.
     Each class removes at least 1/alpha of what is left, so first-fit needs at most m colours and every
-    element is accepted with probability exactly 1/m."""
+    element is accepted with probability exactly 1/m.
+
+    The guarantee needs alpha >= the arboricity and k >= the rank. Understated values would make m too
+    small and silently leave colours >= m with probability 0, so they raise ``ValueError``: at
+    construction when ``k`` < rank or |E| > alpha * rank (Edmonds' bound with A = E), and at the first
+    arrival that needs a colour beyond m otherwise."""
 
     def __init__(self, M: _Matroid, alpha: int, k: int, rng=None):
         super().__init__(M)
         for name, v in (("alpha", alpha), ("k", k)):
-            if not isinstance(v, (int, np.integer)) or v < 1:
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
-        self.m = math.ceil(alpha * (math.log(k) + 1))
+        rank = M.rank(range(M.n))
+        if k < rank:
+            raise ValueError(f"k must be at least the rank of M ({rank}), got {k}")
+        if M.n > alpha * max(rank, 1):
+            raise ValueError(f"alpha must be at least the arboricity of M (>= ceil(|E|/rank) = "
+                             f"{-(-M.n // max(rank, 1))}), got {alpha}")
+        self.alpha, self.k = int(alpha), int(k)
+        self.m = alg1_colours(self.alpha, self.k)
         self.r = int(_rng(rng).integers(self.m))  # uniform over all m colours, even unused ones
         self.classes: list = []
         self.colour: dict[int, int] = {}
 
     def _decide(self, e: int) -> bool:
-        j = next((i for i, st in enumerate(self.classes) if st.can_add(e)), len(self.classes))
-        if j == len(self.classes):
-            self.classes.append(self.M.new_state())
-        self.classes[j].add(e)
+        j = _first_fit(self.M, self.classes, e)
+        if j >= self.m:
+            raise ValueError(f"alpha={self.alpha} (or k={self.k}) understates the matroid: first-fit "
+                             f"needs colour {j + 1} > m = {self.m}; alpha must be at least the "
+                             "arboricity and k at least the rank")
         self.colour[e] = j
         return j == self.r
 
 
+def _first_fit(M: _Matroid, classes: list, e: int) -> int:
+    """Put e into the first class that stays independent (opening a new one if none); its index."""
+    j = next((i for i, st in enumerate(classes) if st.can_add(e)), len(classes))
+    if j == len(classes):
+        classes.append(M.new_state())
+    classes[j].add(e)
+    return j
+
+
 def first_fit_colours(M: _Matroid, order: Sequence[int]) -> np.ndarray:
     """First-fit colour of every element under ``order`` (Alg. 1's colouring; independent of r)."""
-    alg = FirstFitFair(M, 1, 1, rng=0)
+    order = [M._check(e) for e in order]
+    if sorted(order) != list(range(M.n)):
+        raise ValueError(f"order must be a permutation of 0..{M.n - 1}")
+    classes: list = []
+    colour = np.empty(M.n, dtype=np.int64)
     for e in order:
-        alg.offer(int(e))
-    return np.array([alg.colour[e] for e in range(M.n)])
+        colour[e] = _first_fit(M, classes, e)
+    return colour
 
 
 def alg1_colours(alpha: int, k: int) -> int:
@@ -164,8 +190,11 @@ def _peel_levels(n_vertices: int, E: np.ndarray, d: int) -> np.ndarray:
 
 
 class RandomOrderGraphicFair(_Online):
-    """Alg. 3 (random order, graphic), (4 + o(1)) alpha-fair with d ~ 2 alpha (our reading of the paper:
-    the order is learned from S1, S2 is held out as in the analysis). Sample edges are rejected. After
+    """A RECONSTRUCTION of Alg. 3 (random order, graphic), (4 + o(1)) alpha-fair with d ~ 2 alpha in the
+    paper. Built from a summary, not the paper's pseudocode (its full text was not available to us). Known
+    or possible differences: the summary orients the sampled edges and peels by out-degree <= d, we peel
+    by undirected degree <= d; we learn the order from S1 and never use S2; when no vertex qualifies we
+    peel the minimum-degree vertices (our fallback); ties go to the larger index. Sample edges are rejected. After
     the sample, vertices are ordered by decreasing peeling level of the S1 graph (ties: larger index is
     later), which approximates a degeneracy order. An edge of R is charged to its later endpoint b and
     accepted iff no edge charged to b was accepted before: each vertex keeps at most one edge to an

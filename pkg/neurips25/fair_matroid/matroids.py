@@ -272,3 +272,39 @@ def random_laminar(n: int, seed: int = 0, max_children: int = 3, min_size: int =
     split(rng.permutation(n).tolist())
     caps = [max(1, int(round(len(F) / rng.uniform(1.2, 4.0)))) for F in fam]
     return LaminarMatroid(n, fam, caps)
+
+
+def first_fit_worst_case(levels: int, copies: int = 1) -> tuple[GraphicMatroid, list[int]]:
+    """A series-parallel multigraph and an arrival order on which first-fit needs ``copies * levels``
+    colours, i.e. about (alpha / 2) (log2 k + 1) -- the ln k regime of Alg. 1's bound.
+
+    H_0(s, t) is empty; H_j(s, t) = H_{j-1}(s, x), then H_{j-1}(x, t) (x a new vertex), then ``copies``
+    parallel edges s-t. After H_{j-1}(s, x) and H_{j-1}(x, t), s and t are joined in each of the first
+    c = copies * (j - 1) colour classes, so the parallel edges get colours c+1, ..., c+copies. The graph
+    has 2^(levels-1) + 1 vertices (rank k = 2^(levels-1)) and copies * (2^levels - 1) edges; it is
+    ``copies`` times a 2-degenerate series-parallel graph, so its arboricity is 2 * copies once
+    2^(levels-1) > copies. Returns the matroid and the adversarial order (0, 1, ..., |E|-1).
+    """
+    for name, v in (("levels", levels), ("copies", copies)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if levels > 16:
+        raise ValueError(f"levels must be <= 16 (the graph has 2^levels edges), got {levels}")
+    edges: list[tuple[int, int]] = []
+    n_vertices = 2
+
+    def build(s: int, t: int, j: int) -> None:
+        nonlocal n_vertices
+        if j == 0:
+            return
+        x = n_vertices
+        n_vertices += 1
+        build(s, x, j - 1)
+        build(x, t, j - 1)
+        edges.extend([(s, t)] * copies)
+
+    build(0, 1, levels)
+    used = sorted({v for e in edges for v in e})
+    relabel = {v: i for i, v in enumerate(used)}  # H_1's helper vertex x is never used: drop it
+    edges = [(relabel[u], relabel[v]) for u, v in edges]
+    return GraphicMatroid(edges, len(used)), list(range(len(edges)))

@@ -79,7 +79,7 @@ def acceptance_mc(make_alg: Callable[[np.random.Generator], _Online], M: _Matroi
 
 
 def alg3_accept_batch(M: GraphicMatroid, d: int, pos: np.ndarray) -> np.ndarray:
-    """Alg. 3's decisions for a batch of arrival orders, vectorised over trials: ``pos[t, e]`` is the
+    """(Reconstructed) Alg. 3's decisions for a batch of arrival orders, vectorised over trials: ``pos[t, e]`` is the
     arrival time of edge e in trial t; returns the (T, m) accepted mask. Same decisions as
     ``RandomOrderGraphicFair``: batched peeling of the S1 graphs, then the first R edge charged to
     each vertex is accepted."""
