@@ -10,3 +10,37 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 def pytest_configure(config):
     config.addinivalue_line("markers", "browser: needs headless Chromium and the offline book build")
     config.addinivalue_line("markers", "slow: takes more than a few seconds")
+
+
+import pytest  # noqa: E402
+
+
+def save_gpt2_style_checkpoint(path):
+    """Save a tiny GPT-2-style checkpoint the way a real one is laid out: byte-level vocabulary with
+    id 0 a real token ("!"), ``<|endoftext|>`` last, pad = eos (as GPT-2 and Qwen tokenizers have),
+    written with ``save_pretrained``. Returns the folder, loadable by ``neurips25.lm.pretrained``."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    vocab = {t: i for i, t in enumerate(alphabet + ["<|endoftext|>"])}
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tk.decoder = decoders.ByteLevel()
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, eos_token="<|endoftext|>", bos_token="<|endoftext|>",
+                                  clean_up_tokenization_spaces=False)
+    eos = tok.eos_token_id
+    cfg = GPT2Config(vocab_size=len(vocab), n_positions=64, n_embd=32, n_layer=2, n_head=2,
+                     bos_token_id=eos, eos_token_id=eos)
+    import torch
+
+    torch.manual_seed(0)
+    GPT2LMHeadModel(cfg).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def gpt2_style_checkpoint(tmp_path_factory):
+    """A folder holding a tiny GPT-2-style checkpoint (see :func:`save_gpt2_style_checkpoint`)."""
+    return save_gpt2_style_checkpoint(tmp_path_factory.mktemp("gpt2-style"))

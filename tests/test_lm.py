@@ -291,3 +291,28 @@ def test_grammar_seeded_and_disjoint():
     assert arithmetic_pairs(2, max_value=10, seed=0) == arithmetic_pairs(2, max_value=10, seed=0)
     with pytest.raises(ValueError, match="not in the lexicon"):
         type(g)({"noun": ["cat"]}, ["the {verb}"])
+
+
+def test_pretrained_loads_a_local_checkpoint_with_pad_eq_eos(gpt2_style_checkpoint):
+    """The Colab one-line swap, offline: a folder written by save_pretrained, GPT-2's conventions
+    (no pad token, so pad = eos; id 0 is the real token "!")."""
+    from neurips25.lm import continuation_logprobs, generate, pretrained
+
+    model, tok = pretrained(str(gpt2_style_checkpoint), dtype=torch.float32, device="cpu")
+    assert tok.pad_token_id == tok.eos_token_id != 0
+    assert tok.convert_ids_to_tokens(0) == "!"
+    assert model.config.pad_token_id == tok.pad_token_id
+    # left-padded batch of different lengths: the short prompt's answer must not depend on padding
+    out = generate(model, tok, ["!!", "a much longer prompt"], max_new_tokens=3)
+    alone = generate(model, tok, ["!!"], max_new_tokens=3)
+    assert out.texts[0] == alone.texts[0]
+    lp = continuation_logprobs(model, tok, ["!!", "a longer one"], [" ok", "!"])
+    lp1 = continuation_logprobs(model, tok, ["!!"], [" ok"])
+    assert torch.allclose(lp[0], lp1[0], atol=1e-4)
+
+
+def test_pretrained_rejects_bad_names():
+    from neurips25.lm import pretrained
+
+    with pytest.raises(ValueError, match="name must be"):
+        pretrained("")

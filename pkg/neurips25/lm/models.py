@@ -77,8 +77,20 @@ def tiny_model(tokenizer, n_layer: int = 2, n_embd: int = 128, n_head: int = 4, 
     return model.eval()
 
 
+def _dtype_kwarg() -> str:
+    """``from_pretrained``'s dtype argument: ``dtype`` since transformers 4.56, ``torch_dtype`` before
+    (the package allows transformers >= 4.40)."""
+    import transformers
+    from packaging.version import Version
+
+    return "dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype"
+
+
 def pretrained(name: str, *, dtype: torch.dtype | str | None = None, device: str | torch.device | None = None):
     """Load a real checkpoint and its tokenizer: ``model, tok = pretrained("gpt2")``.
+
+    ``name`` is anything ``from_pretrained`` takes: a Hub id, or a local folder written by
+    ``save_pretrained`` (which is how the tests exercise this path offline).
 
     The one-line swap for Colab users with internet (and ideally a GPU): every ``neurips25.lm``
     helper takes the returned pair in place of ``tiny_model(...)`` / ``build_tokenizer(...)``.
@@ -94,7 +106,7 @@ def pretrained(name: str, *, dtype: torch.dtype | str | None = None, device: str
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         tok = AutoTokenizer.from_pretrained(name)
-        kw = {} if dtype is None else {"dtype": dtype}
+        kw = {} if dtype is None else {_dtype_kwarg(): dtype}
         model = AutoModelForCausalLM.from_pretrained(name, **kw)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
