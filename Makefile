@@ -32,7 +32,7 @@ export ONEDNN_MAX_CPU_ISA := AVX2
 export MKL_CBWR := AVX2
 
 .PHONY: help setup book book-offline book-instructor student-notebooks pdf test test-unit test-nb \
-        test-book test-browser test-colab lint execute audit bench clean
+        test-book test-browser test-colab test-gpu lint execute audit bench clean
 
 help:
 	@echo "make book               build the book into _build/html (sets everything up)"
@@ -111,6 +111,15 @@ test-browser: chromium book
 
 test-colab: setup
 	$(BIN)/python .ci/colab_sim.py
+
+# On a CUDA machine (`.github/workflows/gpu.yml`): the unit suite (tests taking `any_device` run on
+# cuda too), then every notebook executed on the GPU into _build/gpu (the asserts must hold; printed
+# digits may move with GPU arithmetic, so nbval's output comparison is not used), with a runtime table.
+test-gpu: setup
+	$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'test-gpu needs a CUDA device')"
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests --ignore=tests/book
+	$(BIN)/python .ci/execute.py --out _build/gpu
+	@cat _build/gpu/runtimes.json
 
 test: test-unit test-nb book test-book test-browser test-colab
 	@echo "make test: all checks passed"

@@ -44,3 +44,18 @@ def save_gpt2_style_checkpoint(path):
 def gpt2_style_checkpoint(tmp_path_factory):
     """A folder holding a tiny GPT-2-style checkpoint (see :func:`save_gpt2_style_checkpoint`)."""
     return save_gpt2_style_checkpoint(tmp_path_factory.mktemp("gpt2-style"))
+
+
+def _devices() -> list[str]:
+    import torch
+
+    return ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.fixture(params=_devices())
+def any_device(request):
+    """Each device present: ``cpu`` always, ``cuda`` on a GPU machine, so a test that takes this
+    fixture proves the GPU path wherever the suite runs on one (`make test-gpu`)."""
+    import torch
+
+    return torch.device(request.param)

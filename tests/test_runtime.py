@@ -102,3 +102,20 @@ def test_single_thread_restores_the_thread_count_as_context_and_decorator():
     assert inside() == 1 and inside() == 1  # reusable: the decorator re-enters on every call
     assert torch.get_num_threads() == before == 2
     torch.set_num_threads(outer)
+
+
+def test_smoke_caps_loop_counts(monkeypatch):
+    from neurips25.runtime import cap, smoke
+
+    monkeypatch.delenv("NEURIPS25_SMOKE", raising=False)
+    assert not smoke() and cap(500) == 500
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")
+    assert smoke() and cap(500) == 2 and cap(500, smoke_value=5) == 5 and cap(1) == 1
+    monkeypatch.setenv("NEURIPS25_SMOKE", "yes")
+    with pytest.raises(ValueError, match="NEURIPS25_SMOKE must be 0 or 1"):
+        smoke()
+    monkeypatch.setenv("NEURIPS25_SMOKE", "0")
+    with pytest.raises(ValueError, match="n must be a non-negative int"):
+        cap(-1)
+    with pytest.raises(ValueError, match="smoke_value must be a positive int"):
+        cap(3, smoke_value=0)

@@ -33,6 +33,8 @@ __all__ = [
     "single_thread",
     "make_trainer",
     "lightning_module",
+    "smoke",
+    "cap",
 ]
 
 SCALES = ("small", "full")
@@ -88,6 +90,25 @@ def scale() -> str:
     if value not in SCALES:
         raise ValueError(f"NEURIPS25_SCALE must be one of {SCALES}, got {value!r}")
     return value
+
+
+def smoke() -> bool:
+    """True when ``NEURIPS25_SMOKE=1``: run any configuration (``full`` included) for a bounded number
+    of steps, so a test can prove it runs end to end (shapes, keys, devices) without its cost."""
+    value = os.environ.get("NEURIPS25_SMOKE", "0").strip()
+    if value not in ("0", "1", ""):
+        raise ValueError(f"NEURIPS25_SMOKE must be 0 or 1, got {value!r}")
+    return value == "1"
+
+
+def cap(n: int, smoke_value: int = 2) -> int:
+    """``n`` — or ``min(n, smoke_value)`` under ``NEURIPS25_SMOKE=1``. Modules wrap their loop counts
+    (training steps, epochs, seeds, sweep sizes) in it: ``for step in range(cap(cfg["steps"]))``."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
+        raise ValueError(f"n must be a non-negative int, got {n!r}")
+    if not isinstance(smoke_value, int) or smoke_value < 1:
+        raise ValueError(f"smoke_value must be a positive int, got {smoke_value!r}")
+    return min(int(n), smoke_value) if smoke() else int(n)
 
 
 def pick(config: Mapping[str, Any]) -> Any:
