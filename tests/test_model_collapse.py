@@ -172,5 +172,23 @@ def test_invalid_inputs_raise():
         NonSmoothFamily(5).fit(np.array([0.5, 2.5]))
     with pytest.raises(ValueError, match="n must be"):
         NonSmoothFamily(1)
+    with pytest.raises(ValueError, match="cov_star must be positive semi-definite"):
+        gaussian_replications([0.0], [[-1.0]], 5, 3, 2)
+    with pytest.raises(ValueError, match="cov_star must be positive semi-definite"):
+        gaussian_replications([0.0, 0.0], [[1.0, 2.0], [2.0, 1.0]], 5, 3, 2)
+    with pytest.raises(ValueError, match="cov_star must be finite"):
+        gaussian_replications([0.0], [[float("nan")]], 5, 3, 2)
+    gaussian_replications([0.0, 0.0], [[1.0, 1.0], [1.0, 1.0]], 5, 3, 2)  # singular PSD is allowed
     with pytest.raises(ValueError, match="pool must have shape"):
         gaussian_replications([0.0], [[1.0]], 5, 3, 2, pool=torch.zeros(4, 2))
+
+
+def test_nonsmooth_generations_first_two_match_two_generation_runner():
+    """With the same K, the T-generation runner's first two generations are nonsmooth_replications'."""
+    from neurips25.model_collapse import nonsmooth_generations
+    tv = nonsmooth_generations(30, 2, 500, seed=3, K=8.0 * 30)
+    tv1, tv2 = nonsmooth_replications(30, 500, seed=3)
+    assert np.array_equal(tv[0], tv1) and np.array_equal(tv[1], tv2)
+    many = nonsmooth_generations(30, 8, 2000, seed=4)
+    p_by = (many >= 0.5).any(0).mean()
+    assert p_by > (many[1] >= 0.5).mean() + 0.1  # more generations, more collapse

@@ -11,7 +11,8 @@ Contents
 - ``gaussian_replications``: the same loop for Gaussians with running sufficient statistics, so
   thousands of replications × hundreds of generations take well under a second.
 - ``NonSmoothFamily``: a non-smooth, ``n``-dependent family in the spirit of Theorem 5.1, where
-  generation 1 is excellent and generation 2 is far off with a constant probability.
+  generation 1 is excellent and generation 2 is far off with a constant probability;
+  ``nonsmooth_generations`` runs it for ``T`` generations (Theorem 5.2's collapse within a few).
 - ``CouplingFlow`` / ``FlowFamily``: a small RealNVP normalising flow trained by MLE with Lightning.
 
 The loops are plain functions: they are algorithms over a family, not trainable models; only the
@@ -31,7 +32,7 @@ from .runtime import lightning_module, make_trainer
 __all__ = [
     "SCHEMES", "Family", "IterationResult", "iterate_mle", "GaussianParams", "GaussianFamily",
     "gaussian_replications", "gaussian_sq_error", "gaussian_kl", "NonSmoothFamily",
-    "nonsmooth_replications", "CouplingFlow", "FlowFamily",
+    "nonsmooth_replications", "nonsmooth_generations", "CouplingFlow", "FlowFamily",
 ]
 
 SCHEMES = ("accumulate", "replace", "fresh")
@@ -152,8 +153,13 @@ def gaussian_replications(mean_star, cov_star, n: int, T: int, R: int, scheme: s
     mean_star = torch.as_tensor(mean_star, dtype=torch.float64).reshape(-1)
     d = mean_star.shape[0]
     cov_star = torch.as_tensor(cov_star, dtype=torch.float64).reshape(d, d)
+    if not bool(torch.isfinite(cov_star).all()):
+        raise ValueError("cov_star must be finite")
     if not torch.allclose(cov_star, cov_star.T):
         raise ValueError("cov_star must be a symmetric (d, d) matrix")
+    lam_min = torch.linalg.eigvalsh(cov_star).min().item()
+    if lam_min < -1e-12 * max(1.0, cov_star.abs().max().item()):
+        raise ValueError(f"cov_star must be positive semi-definite, got smallest eigenvalue {lam_min:.3g}")
     if pool is not None and (pool.ndim != 2 or pool.shape[1] != d):
         raise ValueError(f"pool must have shape (N, {d}), got {tuple(pool.shape)}")
     gen = torch.Generator().manual_seed(seed)
@@ -307,6 +313,25 @@ def nonsmooth_replications(n: int, R: int, seed: int = 0) -> tuple[np.ndarray, n
     th1 = fam.fit(x0)
     th2 = fam.fit(np.concatenate([x0, fam.sample(th1, n, rng)], -1))
     return fam.tv_to_truth(th1), fam.tv_to_truth(th2)
+
+
+def nonsmooth_generations(n: int, T: int, R: int, seed: int = 0, K: float | None = None) -> np.ndarray:
+    """``R`` runs of ``T`` generations of Algorithm 1 on ``NonSmoothFamily(n, K)`` (truth U[0, 1]).
+
+    In the spirit of Theorem 5.2 (collapse within a few generations): the spike must outweigh all
+    ``t·n`` accumulated points at generation ``t``, so the default ``K = 8·n·T`` grows with the
+    horizon. Returns ``TV (T, R)``: the distance of θ(1), …, θ(T) to the truth.
+    """
+    n, T, R = _check_int(n, "n", 2), _check_int(T, "T", 1), _check_int(R, "R", 1)
+    fam, rng = NonSmoothFamily(n, 8.0 * n * T if K is None else K), np.random.default_rng(seed)
+    x = rng.random((R, n))
+    theta = fam.fit(x)
+    tv = [fam.tv_to_truth(theta)]
+    for _ in range(1, T):
+        x = np.concatenate([x, fam.sample(theta, n, rng)], -1)
+        theta = fam.fit(x)
+        tv.append(fam.tv_to_truth(theta))
+    return np.stack(tv)
 
 
 # --- a neural density family: a small RealNVP trained by MLE with Lightning --------------------
