@@ -38,6 +38,8 @@ __all__ = [
     "OrthogonalMap",
     "supcon_loss",
     "CompatibleAdapters",
+    "DownstreamAdapter",
+    "downstream_tradeoff",
     "retrieval_metrics",
     "backfill_order",
     "backfilling_curve",
@@ -52,6 +54,8 @@ def _check_matrix(W: torch.Tensor, name: str = "W") -> torch.Tensor:
         raise TypeError(f"{name} must be a torch.Tensor, got {type(W).__name__}")
     if W.ndim != 2:
         raise ValueError(f"{name} must be a 2-D matrix, got shape {tuple(W.shape)}")
+    if not bool(torch.isfinite(W).all()):
+        raise ValueError(f"{name} must be finite (no NaN or inf entries)")
     return W
 
 
@@ -281,6 +285,90 @@ class CompatibleAdapters(lightning_module()):
 
     def configure_optimizers(self):
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+
+
+# --- downstream adaptation with zero-shot preservation -------------------------------------------
+# Our CPU-scale reading of the paper's downstream experiment: a pre-trained (old) embedding is adapted
+# to a shifted downstream task by a backward-style map B_λ on top of it, trained with a supervised
+# contrastive loss on downstream data only plus L_λ. The gain is downstream retrieval of B_λ(h) over
+# that of h; the "zero-shot" side is the upstream task, retrieved with B_λ(h). λ = 0 keeps B nearly orthogonal (distances, hence both tasks,
+# nearly unchanged); λ = ∞ lets B distort the space towards the downstream task.
+
+def _supcon_within(z: torch.Tensor, y: torch.Tensor, tau: float) -> torch.Tensor:
+    """Supervised contrastive loss of a batch against itself, each item's own pair left out."""
+    logits = nnf.normalize(z, dim=1) @ nnf.normalize(z, dim=1).T / tau
+    eye = torch.eye(len(y), dtype=torch.bool, device=z.device)
+    logp = torch.log_softmax(logits.masked_fill(eye, -math.inf), dim=1).masked_fill(eye, 0.0)
+    pos = ((y[:, None] == y[None, :]) & ~eye).to(logp.dtype)
+    return -((logp * pos).sum(1) / pos.sum(1).clamp_min(1)).mean()
+
+
+class DownstreamAdapter(lightning_module()):
+    """An affine map B_λ on frozen pre-trained features, trained on a downstream task with
+    ``L = L_contr(B h, B h) + L_λ(W)`` (weight one on the regularizer, as in the paper).
+    Batches are ``(h, y)``; runs in float64."""
+
+    def __init__(self, dim: int, lam: float = 1.0, alpha: float = 10.0, tau: float = 0.1, lr: float = 1e-2):
+        super().__init__()
+        if not isinstance(dim, int) or dim < 1:
+            raise ValueError(f"dim must be a positive int, got {dim!r}")
+        lam = float(lam)
+        if math.isnan(lam) or lam < 0:
+            raise ValueError(f"lam must be >= 0 (or inf), got {lam}")
+        if not alpha > 0 or not tau > 0 or not lr > 0:
+            raise ValueError(f"alpha, tau and lr must be > 0, got {alpha}, {tau}, {lr}")
+        self.save_hyperparameters()
+        self.B = AffineMap(dim, dim)
+        self.double()
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.B(h.to(torch.float64))
+
+    def defect(self) -> float:
+        return float(orthogonality_defect(self.B.weight.detach()))
+
+    def training_step(self, batch, batch_idx):
+        h, y = batch
+        hp = self.hparams
+        return _supcon_within(self(h), y, hp.tau) + lambda_orth_reg(self.B.weight, hp.lam, hp.alpha)
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+
+
+def downstream_tradeoff(down_train, down_test, up_test, lambdas, epochs: int = 30, seed: int = 0,
+                        alpha: float = 10.0, batch_size: int = 256) -> dict:
+    """Train :class:`DownstreamAdapter` for each λ on ``down_train = (h, y)`` and measure, in mAP (%):
+    ``gain`` = downstream retrieval of B(h)/B(h) minus h/h on ``down_test``; ``zero_shot`` = the same
+    difference on the upstream ``up_test`` (negative: forgetting); and the learned ``defect``.
+    Leave-one-out retrieval."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from .runtime import make_trainer, seed_everything
+
+    (h_tr, y_tr), (h_dn, y_dn), (h_up, y_up) = down_train, down_test, up_test
+    for name, h in (("down_train", h_tr), ("down_test", h_dn), ("up_test", h_up)):
+        _check_features(h, name)
+    if not (h_tr.shape[1] == h_dn.shape[1] == h_up.shape[1]):
+        raise ValueError("down_train, down_test and up_test features must have the same dimension")
+
+    def m(q, g, y):
+        return retrieval_metrics(q, g, y, y, exclude_same_index=True)["mAP"]
+
+    base_dn, base_up = m(h_dn, h_dn, y_dn), m(h_up, h_up, y_up)
+    out = {"base_down": base_dn, "base_up": base_up, "runs": {}}
+    for lam in lambdas:
+        seed_everything(seed)
+        ad = DownstreamAdapter(h_tr.shape[1], lam=lam, alpha=alpha)
+        loader = DataLoader(TensorDataset(h_tr.double(), torch.as_tensor(y_tr)), batch_size=batch_size,
+                            shuffle=True, generator=torch.Generator().manual_seed(seed))
+        make_trainer(epochs).fit(ad, loader)
+        ad.eval()
+        with torch.no_grad():
+            b_dn, b_up = ad(h_dn), ad(h_up)
+        out["runs"][float(lam)] = {"defect": ad.defect(), "gain": m(b_dn, b_dn, y_dn) - base_dn,
+                                   "zero_shot": m(b_up, b_up, y_up) - base_up}
+    return out
 
 
 # --- retrieval ---------------------------------------------------------------------------------
