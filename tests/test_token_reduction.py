@@ -15,6 +15,7 @@ from neurips25.token_reduction import (
     hf_energy,
     hf_energy_per_layer,
     hf_lf_partition,
+    hf_scores,
     high_pass,
     measure_macs,
     reduce_evit,
@@ -176,3 +177,20 @@ def test_smoke_training_and_finetune():
     assert any(float(p.detach().abs().sum()) > 0 for n, p in student.named_parameters() if "omega" in n)
     assert all(float(p.detach().abs().sum()) == 0 for n, p in model.named_parameters() if "omega" in n)  # teacher intact
     assert 0.0 <= evaluate(student, Xte, yte, plan) <= 1.0
+
+
+def test_signed_score_tells_ignored_from_attended_tokens():
+    """Key 1 is ignored by every query, key 2 gets twice its uniform share: the signed (paper's)
+    score ranks 2 far above 1, while the |A^HP| sum gives both the same score."""
+    n = 5
+    attn = torch.full((1, 1, n, n), 1.0 / n)
+    attn[..., 1] = 0.0
+    attn[..., 2] = 2.0 / n
+    state = TokenState.initial(1, n - 1)
+    signed, absolute = hf_scores(attn, state, "signed"), hf_scores(attn, state, "abs")
+    assert signed[0, 2] > 0 > signed[0, 1]
+    assert torch.isclose(absolute[0, 1], absolute[0, 2])
+    assert torch.allclose(signed.sum(-1), torch.zeros(1), atol=1e-6)   # A^HP rows sum to zero
+    assert ReductionPlan().score == "signed"
+    with pytest.raises(ValueError, match="score must be"):
+        hf_scores(attn, state, "square")

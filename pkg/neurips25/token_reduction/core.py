@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.nn.functional as F
 
+from ..vision import TokenState
+
 METHODS = ("ours", "keep_lf", "evit", "tome", "random")
 
 
@@ -33,28 +35,6 @@ def hf_energy(X: torch.Tensor, valid: torch.Tensor | None = None, relative: bool
 
 # --- token bookkeeping ----------------------------------------------------------------------------
 
-@dataclass
-class TokenState:
-    """What each current token stands for. ``src`` (B, n, 1+N) counts the original tokens (column 0
-    = CLS, then the N patches in raster order) merged into it; ``is_dc`` (B, n) marks DC tokens."""
-
-    src: torch.Tensor
-    is_dc: torch.Tensor
-
-    @classmethod
-    def initial(cls, batch: int, n_patches: int, device=None) -> TokenState:
-        eye = torch.eye(1 + n_patches, device=device).expand(batch, -1, -1).clone()
-        return cls(eye, torch.zeros(batch, 1 + n_patches, dtype=torch.bool, device=device))
-
-    @property
-    def size(self) -> torch.Tensor:
-        return self.src.sum(-1)
-
-    @property
-    def valid(self) -> torch.Tensor:
-        return self.size > 0
-
-
 def window_ids(state: TokenState, grid: int, window: int) -> torch.Tensor:
     """Spatial window (0..window²-1, raster order) of each token's patch centroid; -1 for CLS/empty."""
     if grid % window:
@@ -71,15 +51,16 @@ def window_ids(state: TokenState, grid: int, window: int) -> torch.Tensor:
 class ReductionPlan:
     """Which reducer runs after the attention of which blocks. ``keep_ratio`` is the fraction of the
     non-CLS tokens (DC and fused tokens included) kept at each reduction layer, so all methods run on
-    equal token budgets. ``score``: ``"abs"`` sums ``|A^HP|``, ``"signed"`` sums ``A^HP`` (the paper is
-    ambiguous). ``proportional``: add ``log(size)`` to the attention logits (ToMe's default).
+    equal token budgets. ``score``: ``"signed"`` sums ``A^HP`` as the paper's formula is written (the
+    default); ``"abs"`` sums ``|A^HP|``, which scores a token every query ignores as high as a strongly
+    attended one (an ablation). ``proportional``: add ``log(size)`` to the attention logits (ToMe's default).
     ``reweight``: apply the learnable per-head ``omega1, omega2`` of Eq. (attention re-weighting)."""
 
     method: str = "ours"
-    keep_ratio: float = 0.5
+    keep_ratio: float = 0.7
     layers: tuple[int, ...] = (1, 2, 3)
     window: int = 1
-    score: str = "abs"
+    score: str = "signed"
     proportional: bool | None = None
     reweight: bool = False
     seed: int = 0
@@ -108,12 +89,37 @@ class ReductionPlan:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    # the hooks TinyViT.forward calls (neurips25.vision.ReducerPlan)
+    def make_generator(self) -> torch.Generator | None:
+        """One generator per forward pass for random pruning, seeded by ``seed``."""
+        return torch.Generator().manual_seed(self.seed) if self.method == "random" else None
+
+    def reduce(self, model, x, state, attn, keys, generator=None):
+        """Reduce the tokens ``x`` of ``model`` after a block's attention ``attn`` (and ``keys``)."""
+        n_keep = self.n_keep(x.shape[1] - 1)
+        if self.method in ("ours", "keep_lf"):
+            C, is_dc = reduce_ours(attn, state, n_keep, model.grid, self.window, self.score,
+                                   keep_high=self.method == "ours")
+            return apply_reduction(x, state, C, is_dc)
+        if self.method == "evit":
+            C, W = reduce_evit(attn, state, n_keep)
+            return apply_reduction(x, state, C, W=W)
+        if self.method == "tome":
+            return apply_reduction(x, state, reduce_tome(keys, state, n_keep))
+        if generator is None:
+            generator = self.make_generator()
+        return apply_reduction(x, state, reduce_random(state, n_keep, generator))
+
 
 # --- the reducers: each returns the source matrix C (B, n', n) of the new tokens ---------------------
 
-def hf_scores(attn: torch.Tensor, state: TokenState, score: str = "abs") -> torch.Tensor:
+def hf_scores(attn: torch.Tensor, state: TokenState, score: str = "signed") -> torch.Tensor:
     """Per-token HF score ``sum_h sum_q f(A^HP_{q,k})`` with ``A^HP = A - A^LP``, ``A^LP = (1/n) 1 1^T``
-    over the ``n`` valid keys (Sec. 3.2); ``f = |.|`` or identity. ``attn``: (B, H, n, n)."""
+    over the ``n`` valid keys (Sec. 3.2); ``f`` = identity (``"signed"``, the paper's formula) or
+    ``|.|`` (``"abs"``). Signed, it is the attention token ``k`` receives minus its uniform share.
+    ``attn``: (B, H, n, n)."""
+    if score not in ("abs", "signed"):
+        raise ValueError(f"score must be 'abs' or 'signed', got {score!r}")
     if attn.ndim != 4 or attn.shape[-1] != attn.shape[-2]:
         raise ValueError(f"attn must have shape (B, H, n, n), got {tuple(attn.shape)}")
     valid = state.valid.to(attn.dtype)
@@ -127,7 +133,7 @@ def _rows(B: int, n_new: int, n: int, like: torch.Tensor) -> torch.Tensor:
     return torch.zeros(B, n_new, n, dtype=like.dtype, device=like.device)
 
 
-def reduce_ours(attn, state, n_keep, grid, window=1, score="abs", keep_high=True):
+def reduce_ours(attn, state, n_keep, grid, window=1, score="signed", keep_high=True):
     """HF tokens kept, LF tokens averaged into ``window²`` DC tokens (recursively with earlier DC tokens).
 
     Layout of the output: ``[CLS, n_keep - window² kept tokens, DC_0 .. DC_{window²-1}]``. A DC token

@@ -26,7 +26,7 @@ def evaluate(model: TinyViT, X: torch.Tensor, y: torch.Tensor, plan: ReductionPl
     return float((model(X, plan).argmax(-1) == y).float().mean())
 
 
-def _partition(attn, state, n_keep, score="abs"):
+def _partition(attn, state, n_keep, score="signed"):
     """Boolean (B, n) masks of the HF tokens (top ``n_keep`` scores) and LF tokens among the patches."""
     cand = ~state.is_dc & state.valid
     cand[:, 0] = False
@@ -37,7 +37,7 @@ def _partition(attn, state, n_keep, score="abs"):
 
 
 @torch.no_grad()
-def dc_cosine_stats(model: TinyViT, X: torch.Tensor, keep_ratio: float = 0.5, score: str = "abs",
+def dc_cosine_stats(model: TinyViT, X: torch.Tensor, keep_ratio: float = 0.5, score: str = "signed",
                     control: bool = False, seed: int = 0) -> dict[str, torch.Tensor]:
     """Fig. 2b analogue on the unreduced model: per block, the mean cosine similarity of the LF tokens
     and of the HF tokens to the DC token (the mean of the LF tokens), partitioned by ``hf_scores``.
@@ -65,7 +65,7 @@ def dc_cosine_stats(model: TinyViT, X: torch.Tensor, keep_ratio: float = 0.5, sc
 
 @torch.no_grad()
 def hf_lf_partition(model: TinyViT, image: torch.Tensor, layer: int, keep_ratio: float = 0.5,
-                    window: int = 1, score: str = "abs") -> dict[str, torch.Tensor]:
+                    window: int = 1, score: str = "signed") -> dict[str, torch.Tensor]:
     """Which patches block ``layer`` of the unreduced model calls HF (kept) or LF (sent to a DC token),
     as ``(grid, grid)`` maps: ``hf`` (bool) and ``window`` (the DC window of each patch)."""
     if not 0 <= layer < model.depth:

@@ -12,25 +12,27 @@ from .training import fine_tune, train_tiny_vit
 
 #: label -> plan arguments of the compared reducers (besides keep_ratio and layers)
 VARIANTS = {
-    "ours": dict(method="ours"), "ours (signed)": dict(method="ours", score="signed"),
+    "ours": dict(method="ours"), "ours (abs)": dict(method="ours", score="abs"),
     "ours (w=2)": dict(method="ours", window=2), "EViT": dict(method="evit"), "ToMe": dict(method="tome"),
     "random": dict(method="random"), "keep LF": dict(method="keep_lf"),
 }
 
 
 def run_experiment(seed: int = 0, epochs: int = 7, ft_epochs: int = 2, layers=(1, 2, 3),
-                   keep_ratios=(0.5, 0.7, 0.85), ft_keep: float = 0.5,
-                   ft_variants=("ours", "ToMe", "EViT", "keep LF")) -> dict:
+                   keep_ratios=(0.5, 0.6, 0.7, 0.85), ft_keep: float = 0.7, ft_keeps=None,
+                   ft_variants=("ours", "ToMe", "EViT", "keep LF", "random")) -> dict:
     """Train the tiny ViT, then: training-free accuracy and MACs of every variant per keep ratio,
-    LF/HF-to-DC cosines (with a random-partition control), HF energy per layer, and accuracy after
-    ``ft_epochs`` of fine-tuning with self-distillation (``omega1, omega2`` for ours and keep-LF).
+    LF/HF-to-DC cosines (with a random-partition control), HF energy per layer (at ``ft_keep``), and
+    accuracy after ``ft_epochs`` of fine-tuning with self-distillation (``omega1, omega2`` for ours
+    and keep-LF) at ``ft_keep`` -- and, in ``finetuned_curve``, at every ratio of ``ft_keeps``.
     Runs on one CPU thread (see :func:`single_thread`) so that its numbers do not depend on the machine's
     thread count."""
     with single_thread():
-        return _run_experiment(seed, epochs, ft_epochs, layers, keep_ratios, ft_keep, ft_variants)
+        return _run_experiment(seed, epochs, ft_epochs, layers, keep_ratios, ft_keep,
+                               tuple(ft_keeps or ()), ft_variants)
 
 
-def _run_experiment(seed, epochs, ft_epochs, layers, keep_ratios, ft_keep, ft_variants):
+def _run_experiment(seed, epochs, ft_epochs, layers, keep_ratios, ft_keep, ft_keeps, ft_variants):
     model, splits = train_tiny_vit(seed, epochs)
     X, y = splits["test"]
     out: dict = {"seed": seed, "acc_full": evaluate(model, X, y), "macs_full": measure_macs(model),
@@ -51,11 +53,18 @@ def _run_experiment(seed, epochs, ft_epochs, layers, keep_ratios, ft_keep, ft_va
     cos, ctl = dc_cosine_stats(model, X), dc_cosine_stats(model, X, control=True, seed=seed)
     out["cosine"] = {"lf": cos["lf"].tolist(), "hf": cos["hf"].tolist(),
                      "control_lf": ctl["lf"].tolist(), "control_hf": ctl["hf"].tolist()}
-    for name in ft_variants:
-        kw = dict(VARIANTS[name])
-        plan = ReductionPlan(keep_ratio=ft_keep, layers=tuple(layers), reweight=kw["method"] in ("ours", "keep_lf"),
-                             **kw)
-        out["finetuned"][name] = evaluate(fine_tune(model, plan, ft_epochs, seed), X, y, plan)
+    out["finetuned_curve"] = {}
+    for kr in sorted({ft_keep, *ft_keeps}):
+        for name in ft_variants:
+            kw = dict(VARIANTS[name])
+            plan = ReductionPlan(keep_ratio=kr, layers=tuple(layers),
+                                 reweight=kw["method"] in ("ours", "keep_lf"), **kw)
+            acc = evaluate(fine_tune(model, plan, ft_epochs, seed), X, y, plan)
+            if kr == ft_keep:
+                out["finetuned"][name] = acc
+            if kr in ft_keeps:
+                out["finetuned_curve"].setdefault(name, {})[str(kr)] = acc
+    out["ft_keep"] = ft_keep
     out["model"] = model
     return out
 
@@ -72,10 +81,10 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     runs = []
     for s in args.seeds:
-        r = run_experiment(s)
+        r = run_experiment(s, ft_keeps=(0.5, 0.7, 0.85))
         r.pop("model")
         runs.append(r)
-        print(f"seed {s}: full {r['acc_full']:.3f}", {k: round(v["0.5"], 3) for k, v in r["acc"].items()
-                                                         if "0.5" in v}, r["finetuned"], flush=True)
+        print(f"seed {s}: full {r['acc_full']:.3f}", {k: round(v["0.7"], 3) for k, v in r["acc"].items()
+                                                         if "0.7" in v}, r["finetuned"], flush=True)
     save_results("token_reduction", {"runs": runs}, "python -m neurips25.token_reduction --seeds "
                  + " ".join(map(str, args.seeds)), seed=args.seeds[0])

@@ -5,52 +5,12 @@ import torch
 import torch.nn.functional as F
 
 from ..runtime import lightning_module
-from .core import (
-    ReductionPlan,
-)
-from .vit import TinyViT
+from ..vision import TinyViT, ViTClassifier
+from .core import ReductionPlan
+
+__all__ = ["ViTClassifier", "ReducedFineTuner", "digits_loaders", "train_tiny_vit", "fine_tune"]
 
 # --- Lightning modules --------------------------------------------------------------------------------
-
-
-
-class ViTClassifier(lightning_module()):
-    """Trains a :class:`TinyViT` with cross-entropy (AdamW, one-cycle learning rate, optional random
-    shifts by up to ``shift`` pixels)."""
-
-    def __init__(self, dim: int = 32, depth: int = 6, heads: int = 4, mlp_ratio: float = 2.0,
-                 lr: float = 2e-3, weight_decay: float = 0.05, shift: int = 0):
-        super().__init__()
-        self.save_hyperparameters()
-        self.model = TinyViT(dim=dim, depth=depth, heads=heads, mlp_ratio=mlp_ratio)
-
-    def forward(self, x, plan=None):
-        return self.model(x, plan)
-
-    def training_step(self, batch, batch_idx):
-        x, y = batch
-        s = self.model.image_size
-        x = _random_shift(x.reshape(-1, self.model.in_chans, s, s), self.hparams.shift)
-        return F.cross_entropy(self.model(x), y)
-
-    def configure_optimizers(self):
-        opt = torch.optim.AdamW(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
-        sched = torch.optim.lr_scheduler.OneCycleLR(opt, self.hparams.lr, pct_start=0.15,
-                                                    total_steps=self.trainer.estimated_stepping_batches)
-        return [opt], [{"scheduler": sched, "interval": "step"}]
-
-
-def _random_shift(x: torch.Tensor, shift: int) -> torch.Tensor:
-    """Translate each image by up to ``shift`` pixels (zero padding) -- cheap augmentation."""
-    if shift == 0:
-        return x
-    B, C, H, W = x.shape
-    pad = F.pad(x, (shift,) * 4)
-    dy, dx = torch.randint(0, 2 * shift + 1, (2, B, 1), device=x.device)
-    rows = (dy + torch.arange(H, device=x.device))[:, None, :, None].expand(B, C, H, W + 2 * shift)
-    pad = pad.gather(2, rows)
-    cols = (dx + torch.arange(W, device=x.device))[:, None, None, :].expand(B, C, H, W)
-    return pad.gather(3, cols)
 
 
 class ReducedFineTuner(lightning_module()):
