@@ -43,22 +43,37 @@ def test_placeholders_parse_and_fill_one_to_one():
 
 def test_reference_teasers_round_trip(docs):
     d = docs[0]
-    for _, script in R.teaser_examples(d, n=3, n_beats=2):
+    n_q = 0
+    for _, script in R.teaser_examples(d, n=20, n_beats=3):
         ctx = R.parse_placeholders(script)
-        assert len(ctx) == 2
+        n_q += len(ctx)
+        assert script.count(" .") == 6  # three beats of two sentences each, with or without a quote
         for prev, nxt in ctx:
             seg = [s for s in d.segments if s.lead == prev and s.follow == nxt]
             assert seg and R.parse_lead(prev) == (seg[0].role, seg[0].aspect)
+    assert 0.4 < n_q / 60 < 0.9  # quote_rate = 2/3
+    assert all(R.QUOTE in a for _, a in R.teaser_examples(d, n=5, quote_rate=1.0))
+    assert not any(R.QUOTE in a for _, a in R.teaser_examples(d, n=5, quote_rate=0.0))
+    with pytest.raises(ValueError, match="quote_rate"):
+        R.teaser_examples(d, quote_rate=1.5)
 
 
 def test_documentaries_and_split_leak_nothing(docs):
     for d in docs:
         assert len(set(d.quotes)) == len(d.quotes) == 10
         assert len(set(d.cast)) == 3 and all(s.role in d.cast for s in d.segments)
-    train, test = R.split_documentaries(docs, 4, seed=1)
-    assert len(train) == 8 and len(test) == 4
+    train, test = R.make_split(10, 5, 20, seed=1)
+    assert {d.pool for d in train} == {"train"} and {d.pool for d in test} == {"test"}
     assert not {d.doc_id for d in train} & {d.doc_id for d in test}
-    assert not {q for d in train for q in d.quotes} & {q for d in test for q in d.quotes}
+    assert not {d.place for d in train} & {d.place for d in test}
+    # no test narration sentence, quote or quote template (place removed) occurs in training
+    assert R.split_overlap(train, test) == {"lead_verbatim": 0.0, "follow_verbatim": 0.0,
+                                            "quote_verbatim": 0.0, "quote_template": 0.0}
+    # the audit itself can fail: a film against itself overlaps completely
+    assert R.split_overlap(train, train[:2]) == {"lead_verbatim": 1.0, "follow_verbatim": 1.0,
+                                                 "quote_verbatim": 1.0, "quote_template": 1.0}
+    # every test lead-in is still a template sentence, so generated teasers can be judged
+    assert all(R.parse_lead(s.lead) == (s.role, s.aspect) for d in test for s in d.segments)
 
 
 def test_infonce_separable_toy_reaches_r1_one():
@@ -93,14 +108,25 @@ def test_invalid_inputs_raise(docs):
     assert R.get_documentary(docs, 3).doc_id == 3
     with pytest.raises(ValueError, match="ranks is empty"):
         R.recall_at_k(torch.tensor([]))
-    with pytest.raises(ValueError, match="n_test"):
-        R.split_documentaries(docs, 0)
+    with pytest.raises(ValueError, match="pool"):
+        R.make_documentaries(2, pool="valid")
+    with pytest.raises(ValueError, match="train and test"):
+        R.split_overlap(docs, [])
     with pytest.raises(ValueError, match="n_docs"):
         R.make_documentaries(0)
     with pytest.raises(ValueError, match="n_segments"):
         R.make_documentaries(2, 10_000)
     with pytest.raises(ValueError, match="alpha"):
         R.QuoteRetriever(5, alpha=0.0, gen_weight=0.0)
+    for bad in (float("nan"), float("inf"), "1", None):
+        with pytest.raises(ValueError, match="alpha must be a finite number"):
+            R.QuoteRetriever(5, alpha=bad)
+    with pytest.raises(ValueError, match="gen_weight must be a finite number"):
+        R.QuoteRetriever(5, gen_weight=float("nan"))
+    with pytest.raises(ValueError, match="tau must be a finite number"):
+        R.QuoteRetriever(5, tau=float("nan"))
+    with pytest.raises(ValueError, match="tau and lr"):
+        R.QuoteRetriever(5, lr=0.0)
     with pytest.raises(ValueError, match="no candidate"):
         R.fill_teaser("a . <quote>", R.Documentary(0, "x", ["fisher"]), None, None)
     with pytest.raises(TypeError, match="script"):

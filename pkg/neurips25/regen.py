@@ -15,20 +15,22 @@ all-MiniLM-L6-v2 sentence embeddings, and a small Lightning retriever head over 
 """
 from __future__ import annotations
 
+import math
 import random
 import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-import lightning as L
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from .lm.embed import SentenceEncoder, minilm_path  # noqa: F401 (re-exported)
+from .runtime import lightning_module
 
 __all__ = [
-    "QUOTE", "ASPECTS", "ROLES", "Segment", "Documentary", "make_documentaries", "split_documentaries",
+    "QUOTE", "ASPECTS", "ROLES", "POOLS", "Segment", "Documentary", "make_documentaries", "make_split",
+    "split_overlap",
     "get_documentary", "quote_vocab", "teaser_examples", "script_prompt", "ScriptModel", "parse_placeholders",
     "fill_placeholders", "quote_coverage", "parse_lead", "judge_teaser",
     "SentenceEncoder", "minilm_path", "DocTensors", "doc_tensors", "QuoteRetriever", "train_retriever",
@@ -41,44 +43,111 @@ QUOTE = "<quote>"
 # Each aspect: (narration lead-ins, interview quotes, narration follow-ups). The quotes use their own
 # vocabulary (first person, concrete) and name neither the speaker nor the aspect: only meaning links
 # them to the narration around them. {at} is the speaker's workplace phrase, {place} the film's place.
+# Every list holds two halves of templates: the first half writes the training films, the second the
+# test films (see ``POOLS``), so no narration sentence or quote template of a test film is ever seen in
+# training; only the speaker's workplace phrase and the meaning of an aspect carry over.
 ASPECTS: dict[str, tuple[list[str], list[str], list[str]]] = {
-    "hardship": (["the {role} remembers the hardest years .", "for the {role} the lean seasons were cruel ."],
-                 ["some winters {at} in {place} we had nothing to eat", "there were weeks {at} in {place} when we could not buy bread",
-                  "in {place} we worked {at} and still went hungry"],
-                 ["those years left their mark .", "nobody there forgot that poverty ."]),
-    "family": (["the {role} talks about home and children .", "the {role} speaks of a mother and father ."],
-               ["my daughter used to wait for me {at} in {place}", "my father taught me everything {at} in {place}",
-                "my kids grew up {at} here in {place}"],
-               ["family is the reason to stay .", "old photographs line the walls ."]),
-    "danger": (["the {role} describes the risks of the job .", "the {role} has had close calls ."],
-               ["one night {at} in {place} i thought i would die", "a friend was badly hurt {at} in {place} last year",
-                "you never feel safe {at} in {place}"],
-               ["risk is part of that life .", "fear never stopped the work ."]),
-    "hope": (["the {role} looks toward the future .", "the {role} still has dreams ."],
-             ["tomorrow will be better {at} in {place} i believe it", "one day my grandchildren will be proud of us {at} in {place}",
-              "i want to open something new {at} in {place}"],
-             ["optimism carries them forward .", "the best may still be ahead ."]),
-    "tradition": (["the {role} explains the old customs .", "the {role} keeps the ancient rituals alive ."],
-                  ["we still sing the songs of our grandparents {at} in {place}", "every spring {at} in {place} we hold the festival our ancestors started",
-                   "we do it {at} the way it was always done in {place}"],
-                  ["heritage matters deeply here .", "the customs are passed on ."]),
-    "change": (["the {role} has watched the world transform .", "the {role} sees new machines arrive ."],
-               ["now computers decide everything {at} in {place}", "the young people {at} leave {place} for the big cities",
-                "nothing {at} in {place} looks like it did twenty years ago"],
-               ["progress brings its worries .", "everyone adapts to the new times ."]),
-    "money": (["the {role} worries about wages and prices .", "the {role} counts every coin ."],
-              ["the pay {at} in {place} is not enough for rent", "prices in {place} doubled but our salary {at} did not",
-               "i owe the bank more than i earn {at} in {place}"],
-              ["debt follows them everywhere .", "every budget is careful ."]),
-    "joy": (["the {role} recalls the happiest moments .", "the {role} laughs about the good days ."],
-            ["we danced all night {at} in {place} after the harvest", "the best day of my life was {at} in {place}",
-             "when the sun comes up {at} in {place} i feel wonderful"],
-            ["happiness comes easily then .", "those memories are treasured ."]),
+    "hardship": (["the {role} remembers the hardest years .", "for the {role} the lean seasons were cruel .",
+                  "the {role} recalls years of going without .", "the {role} talks about times of scarcity ."],
+                 ["some winters {at} in {place} we had nothing to eat",
+                  "there were weeks {at} in {place} when we could not buy bread",
+                  "in {place} we worked {at} and still went hungry",
+                  "for a whole winter {at} in {place} we ate only potatoes",
+                  "my children went to bed hungry while i was {at} in {place}",
+                  "{at} in {place} there was never enough food for everyone"],
+                 ["those years left their mark .", "nobody there forgot that poverty .",
+                  "the hunger is remembered still .", "it was a time of want ."]),
+    "family": (["the {role} talks about home and children .", "the {role} speaks of a mother and father .",
+                "the {role} speaks about the people waiting at home .", "the {role} thinks of loved ones ."],
+               ["my daughter used to wait for me {at} in {place}",
+                "my father taught me everything {at} in {place}",
+                "my kids grew up {at} here in {place}",
+                "my wife packs my lunch before i go {at} in {place}",
+                "my son wants to work {at} in {place} just like me",
+                "my sister and i shared one bed in {place} before i started {at}"],
+               ["family is the reason to stay .", "old photographs line the walls .",
+                "home is never far from their mind .", "the household depends on them ."]),
+    "danger": (["the {role} describes the risks of the job .", "the {role} has had close calls .",
+                "the {role} admits the work can kill .", "the {role} speaks of accidents ."],
+               ["one night {at} in {place} i thought i would die",
+                "a friend was badly hurt {at} in {place} last year",
+                "you never feel safe {at} in {place}",
+                "i broke my arm {at} in {place} two winters ago",
+                "the ambulance came {at} in {place} more than once",
+                "my hands still shake when i remember that fall {at} in {place}"],
+               ["risk is part of that life .", "fear never stopped the work .",
+                "safety is never certain .", "the scars are still visible ."]),
+    "hope": (["the {role} looks toward the future .", "the {role} still has dreams .",
+              "the {role} imagines what comes next .", "the {role} talks about plans for later ."],
+             ["tomorrow will be better {at} in {place} i believe it",
+              "one day my grandchildren will be proud of us {at} in {place}",
+              "i want to open something new {at} in {place}",
+              "next year i will save enough {at} in {place} to build a house",
+              "someday {at} in {place} things will finally improve",
+              "i pray my children study and come back to {place} to work {at}"],
+             ["optimism carries them forward .", "the best may still be ahead .",
+              "the future feels bright .", "there is still something to wait for ."]),
+    "tradition": (["the {role} explains the old customs .", "the {role} keeps the ancient rituals alive .",
+                   "the {role} describes what the elders handed down .",
+                   "the {role} honours the ways of the past ."],
+                  ["we still sing the songs of our grandparents {at} in {place}",
+                   "every spring {at} in {place} we hold the festival our ancestors started",
+                   "we do it {at} the way it was always done in {place}",
+                   "my grandmother showed me this ritual {at} in {place}",
+                   "on the holy day nobody works {at} in {place}",
+                   "once a year {at} in {place} we wear the old costumes"],
+                  ["heritage matters deeply here .", "the customs are passed on .",
+                   "the past lives on in these acts .", "ritual ties the generations together ."]),
+    "change": (["the {role} has watched the world transform .", "the {role} sees new machines arrive .",
+                "the {role} notices how different everything has become .",
+                "the {role} talks about modern times ."],
+               ["now computers decide everything {at} in {place}",
+                "the young people {at} leave {place} for the big cities",
+                "nothing {at} in {place} looks like it did twenty years ago",
+                "everybody {at} in {place} stares at a phone now",
+                "they built a highway through {place} and {at} we feel it every day",
+                "{at} in {place} robots do the work my father did by hand"],
+               ["progress brings its worries .", "everyone adapts to the new times .",
+                "the old world is fading .", "not everyone welcomes it ."]),
+    "money": (["the {role} worries about wages and prices .", "the {role} counts every coin .",
+               "the {role} explains how hard it is to pay the bills .",
+               "the {role} talks about earning a living ."],
+              ["the pay {at} in {place} is not enough for rent",
+               "prices in {place} doubled but our salary {at} did not",
+               "i owe the bank more than i earn {at} in {place}",
+               "i work two jobs {at} in {place} and still cannot save",
+               "a loaf of bread in {place} costs half of what i make {at} in a day",
+               "last month {at} in {place} i could not pay for electricity"],
+              ["debt follows them everywhere .", "every budget is careful .",
+               "money is always short .", "the bills keep coming ."]),
+    "joy": (["the {role} recalls the happiest moments .", "the {role} laughs about the good days .",
+             "the {role} smiles when speaking of celebrations .", "the {role} remembers the fun ."],
+            ["we danced all night {at} in {place} after the harvest",
+             "the best day of my life was {at} in {place}",
+             "when the sun comes up {at} in {place} i feel wonderful",
+             "we laughed until we cried {at} in {place}",
+             "the children sing when we finish {at} in {place}",
+             "nothing is as sweet as a summer evening {at} in {place}"],
+            ["happiness comes easily then .", "those memories are treasured .",
+             "joy fills those moments .", "laughter is never far ."]),
 }
 ROLES = {"fisher": "out on the boat", "teacher": "in the classroom", "nurse": "on the ward", "farmer": "in the fields",
          "miner": "down in the pit", "baker": "at the ovens", "weaver": "at the loom", "driver": "behind the wheel"}
 _ADJ = ["northern", "old", "quiet", "flooded", "windy", "green", "stone", "frozen", "golden", "lost"]
 _NOUN = ["harbour", "valley", "delta", "mountain", "village", "island", "river", "desert", "forest", "bay"]
+POOLS = ("train", "test")
+
+
+def _pool(items: list, pool: str) -> list:
+    """The half of a template list (or of the places) that ``pool`` may use."""
+    h = len(items) // 2
+    return items[:h] if pool == "train" else items[h:]
+
+
+def _places(pool: str) -> list[str]:
+    places = [f"the {a} {n}" for a in _ADJ for n in _NOUN]
+    random.Random(12345).shuffle(places)  # a fixed partition of the places, whatever the data seed
+    return _pool(places, pool)
 
 
 @dataclass(frozen=True)
@@ -97,40 +166,45 @@ class Documentary:
     place: str
     cast: list[str]
     segments: list[Segment] = field(default_factory=list)
+    pool: str = "train"
 
     @property
     def quotes(self) -> list[str]:
         return [s.quote for s in self.segments]
 
 
-def make_documentaries(n_docs: int, n_segments: int = 24, n_cast: int = 3, seed: int = 0) -> list[Documentary]:
+def make_documentaries(n_docs: int, n_segments: int = 24, n_cast: int = 3, seed: int = 0,
+                       pool: str = "train") -> list[Documentary]:
     """Synthetic documentaries: ``n_cast`` people (distinct roles), ``n_segments`` unique quotes each.
 
     Each person speaks many times, so the same speaker's other quotes are the hard negatives the
-    paper gets by grouping a batch by video. The film's place appears in every quote, so no quote
-    text is shared between two documentaries.
+    paper gets by grouping a batch by video. ``pool`` ("train" or "test") picks the half of the places
+    and of every template list the films are written from: films of the two pools share no place, no
+    narration sentence and no quote template (doc ids are offset by 10,000 in the test pool).
     """
     for name, v, lo in (("n_docs", n_docs, 1), ("n_segments", n_segments, 1), ("n_cast", n_cast, 1)):
-        if not isinstance(v, int) or v < lo:
+        if not isinstance(v, int) or isinstance(v, bool) or v < lo:
             raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
-    places = [f"the {a} {n}" for a in _ADJ for n in _NOUN]
+    if pool not in POOLS:
+        raise ValueError(f"pool must be one of {POOLS}, got {pool!r}")
+    places = _places(pool)
     if n_docs > len(places):
         raise ValueError(f"n_docs must be <= {len(places)} (one distinct place per documentary), got {n_docs}")
     if n_cast > len(ROLES):
         raise ValueError(f"n_cast must be <= {len(ROLES)}, got {n_cast}")
-    n_q = sum(len(q) for _, q, _ in ASPECTS.values())
+    n_q = sum(len(_pool(q, pool)) for _, q, _ in ASPECTS.values())
     if n_segments > n_cast * n_q:
         raise ValueError(f"n_segments must be <= n_cast * {n_q} (distinct quotes), got {n_segments}")
-    rng = random.Random(seed)
+    rng = random.Random(seed * 2 + (pool == "test"))
     rng.shuffle(places)
     docs = []
     for d in range(n_docs):
         cast = rng.sample(sorted(ROLES), n_cast)
-        beats = [(p, a, j) for p in range(n_cast) for a in ASPECTS for j in range(len(ASPECTS[a][1]))]
-        doc = Documentary(d, places[d], cast)
+        beats = [(p, a, j) for p in range(n_cast) for a in ASPECTS for j in range(len(_pool(ASPECTS[a][1], pool)))]
+        doc = Documentary(d + 10_000 * (pool == "test"), places[d], cast, pool=pool)
         for p, a, j in rng.sample(beats, n_segments):
             role = cast[p]
-            leads, quotes, follows = ASPECTS[a]
+            leads, quotes, follows = (_pool(x, pool) for x in ASPECTS[a])
             fill = dict(role=role, at=ROLES[role], place=places[d])
             doc.segments.append(Segment(role, a, rng.choice(leads).format(**fill), quotes[j].format(**fill),
                                         rng.choice(follows).format(**fill)))
@@ -138,14 +212,29 @@ def make_documentaries(n_docs: int, n_segments: int = 24, n_cast: int = 3, seed:
     return docs
 
 
-def split_documentaries(docs: Sequence[Documentary], n_test: int, seed: int = 0):
-    """Split by documentary (never by segment), so no test quote is seen in training."""
-    if not isinstance(n_test, int) or not 1 <= n_test < len(docs):
-        raise ValueError(f"n_test must be an int in [1, len(docs)={len(docs)}), got {n_test!r}")
-    idx = list(range(len(docs)))
-    random.Random(seed).shuffle(idx)
-    test = set(idx[:n_test])
-    return [d for i, d in enumerate(docs) if i not in test], [d for i, d in enumerate(docs) if i in test]
+def make_split(n_train: int, n_test: int, n_segments: int = 24, n_cast: int = 3, seed: int = 0):
+    """(train films, test films) written from disjoint template pools and places: the held-out films
+    share no narration sentence, no quote template and no place with the training films."""
+    return (make_documentaries(n_train, n_segments, n_cast, seed, pool="train"),
+            make_documentaries(n_test, n_segments, n_cast, seed, pool="test"))
+
+
+def split_overlap(train: Sequence[Documentary], test: Sequence[Documentary]) -> dict[str, float]:
+    """Leak audit: the share of test lead-ins, follow-ups and quotes that appear verbatim in training,
+    and of test quotes that match a training quote once the film's place is removed (template reuse)."""
+    if not train or not test:
+        raise ValueError("train and test must both hold at least one documentary")
+
+    def strip(d, q):
+        return q.replace(d.place, "<place>")
+
+    seen = {k: {getattr(s, k) for d in train for s in d.segments} for k in ("lead", "follow", "quote")}
+    tmpl = {strip(d, s.quote) for d in train for s in d.segments}
+    segs = [(d, s) for d in test for s in d.segments]
+    out = {f"{k}_verbatim": float(np.mean([getattr(s, k) in seen[k] for _, s in segs]))
+           for k in ("lead", "follow", "quote")}
+    out["quote_template"] = float(np.mean([strip(d, s.quote) in tmpl for d, s in segs]))
+    return out
 
 
 def get_documentary(docs: Sequence[Documentary], doc_id: int) -> Documentary:
@@ -167,13 +256,20 @@ def _prompt(doc: Documentary) -> str:
     return f"film : {doc.place} . cast : " + " , ".join(doc.cast) + " . teaser :"
 
 
-def teaser_examples(doc: Documentary, n: int = 4, n_beats: int = 3, seed: int = 0) -> list[tuple[str, str]]:
-    """(prompt, script) pairs: reference teasers of ``n_beats`` segments, quotes replaced by ``<quote>``."""
+def teaser_examples(doc: Documentary, n: int = 4, n_beats: int = 3, seed: int = 0,
+                    quote_rate: float = 2 / 3) -> list[tuple[str, str]]:
+    """(prompt, script) pairs: reference teasers of ``n_beats`` segments. A beat quotes its interviewee
+    (the quote replaced by ``<quote>``) with probability ``quote_rate``, else it is narration only, so
+    how much a teaser quotes is something the script model has to learn."""
+    if not 0.0 <= quote_rate <= 1.0:
+        raise ValueError(f"quote_rate must be in [0, 1], got {quote_rate!r}")
     rng = random.Random(seed * 100_003 + doc.doc_id)
     out = []
     for _ in range(n):
         segs = rng.sample(doc.segments, n_beats)
-        out.append((_prompt(doc), " " + " ".join(f"{s.lead} {QUOTE} {s.follow}" for s in segs)))
+        beats = [f"{s.lead} {QUOTE} {s.follow}" if rng.random() < quote_rate else f"{s.lead} {s.follow}"
+                 for s in segs]
+        out.append((_prompt(doc), " " + " ".join(beats)))
     return out
 
 
@@ -189,7 +285,7 @@ class ScriptModel:
     (prompt, script) pairs of ``teaser_examples`` with the loss on the script only.
     """
 
-    def __init__(self, train_docs: Sequence[Documentary], *, n_examples: int = 8, n_beats: int = 2,
+    def __init__(self, train_docs: Sequence[Documentary], *, n_examples: int = 8, n_beats: int = 3,
                  n_embd: int = 64, steps: int = 150, lr: float = 3e-3, batch_size: int = 32, seed: int = 0):
         from neurips25.lm import build_tokenizer, tiny_model
 
@@ -200,7 +296,7 @@ class ScriptModel:
                                                      for a in _ADJ for n in _NOUN]
         self.tok = build_tokenizer("word", corpus, special_tokens=[QUOTE])
         self.quote_id = self.tok.convert_tokens_to_ids(QUOTE)
-        self.model = tiny_model(self.tok, n_layer=2, n_embd=n_embd, n_head=4, n_positions=64, seed=seed)
+        self.model = tiny_model(self.tok, n_layer=2, n_embd=n_embd, n_head=4, n_positions=96, seed=seed)
         self.n_beats = n_beats
         self.hparams = dict(steps=steps, lr=lr, batch_size=batch_size, seed=seed)
 
@@ -212,11 +308,11 @@ class ScriptModel:
                             batch_size=hp["batch_size"], mask="answer", seed=hp["seed"], accelerator="cpu")
         return self
 
-    def write(self, docs: Sequence[Documentary], max_new_tokens: int = 16, temperature: float = 0.7,
+    def write(self, docs: Sequence[Documentary], max_new_tokens: int = 20, temperature: float = 0.7,
               seed: int = 0) -> list[str]:
         """Scripts of ``n_beats`` beats for ``docs``; each beat starts with "the <speaker>" (the cast in
-        order) and the LM writes the lead-in, the ``<quote>`` placeholder and the follow-up. The marker
-        is a special token, so it is kept when decoding."""
+        order) and the LM writes the lead-in, a ``<quote>`` placeholder or none, and the follow-up. The
+        marker is a special token, so it is kept when decoding."""
         if not docs:
             raise ValueError("docs is empty")
         from neurips25.lm import generate
@@ -229,8 +325,8 @@ class ScriptModel:
             for i, ids in enumerate(g.tokens):
                 ids = [t for t in ids if t == self.quote_id or t not in self.tok.all_special_ids]
                 beat = heads[i] + " " + self.tok.decode(ids, skip_special_tokens=False)
-                cut = beat.find(" .", beat.find(QUOTE)) if QUOTE in beat else -1  # end of the follow-up
-                scripts[i] += beat[: cut + 2] if cut >= 0 else beat
+                ends = [m.end() for m in re.finditer(r" \.", beat)]  # a beat is two sentences
+                scripts[i] += beat[: ends[1]] if len(ends) >= 2 else beat
         return [s.strip() for s in scripts]
 
 
@@ -313,7 +409,7 @@ def _collate(batch: list[DocTensors]):
             torch.cat([b.quote for b in batch]), torch.cat([b.bow for b in batch]), doc)
 
 
-class QuoteRetriever(L.LightningModule):
+class QuoteRetriever(lightning_module()):
     r"""Query head over frozen MiniLM embeddings: $h = \mathrm{MLP}([e_{prev}, e_{next}, e_{prev}\odot e_{next}])$.
 
     The paper's query is the BART decoder state at ``<SUM>`` after in-filling the quote; here $h$ is
@@ -326,10 +422,14 @@ class QuoteRetriever(L.LightningModule):
     def __init__(self, vocab_size: int, dim: int = 384, hidden: int = 256, alpha: float = 1.0,
                  gen_weight: float = 1.0, tau: float = 0.1, lr: float = 2e-3, weight_decay: float = 1e-4):
         super().__init__()
+        for name, v in (("alpha", alpha), ("gen_weight", gen_weight), ("tau", tau), ("lr", lr),
+                        ("weight_decay", weight_decay)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"{name} must be a finite number, got {v!r}")
         if alpha < 0 or gen_weight < 0 or alpha + gen_weight == 0:
             raise ValueError(f"alpha and gen_weight must be >= 0 and not both 0, got {alpha}, {gen_weight}")
-        if tau <= 0:
-            raise ValueError(f"tau must be > 0, got {tau}")
+        if tau <= 0 or lr <= 0 or weight_decay < 0:
+            raise ValueError(f"tau and lr must be > 0 and weight_decay >= 0, got {tau}, {lr}, {weight_decay}")
         self.save_hyperparameters()
         self.body = torch.nn.Sequential(torch.nn.Linear(3 * dim, hidden), torch.nn.GELU(),
                                         torch.nn.Linear(hidden, hidden), torch.nn.GELU())
@@ -373,6 +473,8 @@ class QuoteRetriever(L.LightningModule):
 def train_retriever(train: Sequence[DocTensors], vocab_size: int, *, epochs: int = 40, docs_per_batch: int = 6,
                     seed: int = 0, **hparams) -> QuoteRetriever:
     """Train a ``QuoteRetriever`` with the quiet trainer; each batch holds whole documentaries."""
+    import lightning as L
+
     from neurips25.runtime import make_trainer
 
     if not train:
