@@ -137,10 +137,61 @@ def test_default_world_needs_no_rules():
     assert all(s["real_failures"] == 0 for s in stats)
 
 
-def test_walle_beats_react_on_a_few_worlds():
-    res = W.evaluate(range(6), methods=("walle", "react"), n_iters=3)
-    assert res["walle"]["success"][:, -1].mean() >= res["react"]["success"][:, -1].mean() + 0.3
+@pytest.fixture(scope="module")
+def prior():
+    return W.fit_hypothesis_prior(range(1000, 1012), n_iters=3, rounds=1)
+
+
+def test_hypothesis_prior_is_learned_from_experience(prior):
+    model = W.WorldModel()
+    assert prior.pos and prior.neg  # it saw both confirmed and refuted hypotheses
+    # a station requirement for crafting was confirmed more often than a stray resource nearby
+    station = W.Rule("make_stone_pickaxe", "not_near", "furnace")
+    stray = W.Rule("make_stone_pickaxe", "not_near", "sapling")
+    assert prior.score(station, model) > prior.score(stray, model)
+    assert W.rank_hypotheses([stray, station], model, prior)[0] == station
+    # uninformed: ties go to the cheaper hypothesis to test, then to the name
+    assert W.rank_hypotheses([stray, station], model)[0].name == max(stray.name, station.name)
+    rows = prior.table()
+    assert all(a[3] >= b[3] for a, b in zip(rows, rows[1:]))
+    empty = W.HypothesisPrior().fit([[]])
+    assert empty.score(station, model) == 0.0
+
+
+def test_walle_beats_react_on_a_few_worlds(prior):
+    res = W.evaluate(range(6), methods=("walle", "react"), n_iters=3, prior=prior)
+    assert res["walle"]["success"].mean() >= res["react"]["success"].mean() + 0.15
     assert res["walle"]["accuracy"].mean() > res["react"]["accuracy"].mean()
+
+
+def test_reflexion_writes_transferable_lessons(prior):
+    world = W.sample_world(0, 5)
+    _, refl = W.run_world(world, "reflexion", n_iters=4, seed=0, prior=prior)
+    _, react = W.run_world(world, "react", n_iters=4, seed=0, prior=prior)
+    assert refl.reflections and all("next time" in r for r in refl.reflections)
+    assert refl.lessons and not react.lessons and not react.reflections
+    # a lesson is about the recipe, not the state: it changes what the planner needs on any map
+    a, rules = next(iter(refl.lessons.items()))
+    need, near = refl._recipe(a)
+    for r in rules:
+        assert (need.get(r.thing, 0) >= r.k) if r.kind == "inv_lt" else (r.thing in near)
+
+
+def test_scene_graph_ablation_forgets_the_map():
+    obs = {"region": 0, "neighbors": [1, 2], "near": ["wood"]}
+    full, amnesic = W.SceneGraph(), W.SceneGraph(memory=False)
+    for g in (full, amnesic):
+        g.update(obs)
+        g.update({"region": 1, "neighbors": [0, 3], "near": ["stone"]})
+    assert full.toward("wood") == 0 and "wood" in full.contents[0]
+    assert 0 not in amnesic.contents and amnesic.toward("wood") in (0, 3)
+
+
+def test_pruning_limit_binds_with_episode_learning(prior):
+    res = {lim: W.evaluate(range(4), ["walle"], n_iters=3, limit=lim, n_modifications=5, prior=prior)["walle"]
+           for lim in (0, 3)}
+    assert res[0]["n_rules"].max() == 0 and res[3]["n_rules"].max() <= 3
+    assert res[3]["reward"].mean() > res[0]["reward"].mean()
 
 
 def test_invalid_inputs_raise_clear_errors():
@@ -159,3 +210,9 @@ def test_invalid_inputs_raise_clear_errors():
         W.MiniMars("world")
     with pytest.raises(ValueError, match="n_iters"):
         W.run_world(W.sample_world(0), "walle", n_iters=0)
+    with pytest.raises(ValueError, match="learn_every"):
+        W.Agent("walle", learn_every="sometimes")
+    with pytest.raises(TypeError, match="prior"):
+        W.Agent("walle", prior={"a": 1})
+    with pytest.raises(ValueError, match="rounds"):
+        W.fit_hypothesis_prior([1000], rounds=0)

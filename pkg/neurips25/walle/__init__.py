@@ -11,12 +11,14 @@ from .agents import (
     Planner,
     SceneGraph,
     evaluate,
+    fit_hypothesis_prior,
     prediction_accuracy,
     run_episode,
     run_world,
 )
 from .learning import (
     K_MAX,
+    HypothesisPrior,
     KnowledgeGraph,
     Rule,
     Transition,
@@ -24,6 +26,7 @@ from .learning import (
     align,
     induce_rules,
     prune_rules,
+    rank_hypotheses,
     verify_rules,
 )
 from .safe import (
@@ -51,9 +54,9 @@ from .world import (
     succeeds,
 )
 
-__all__ = ["MAX_TRIES", "METHODS", "Agent", "Planner", "SceneGraph", "evaluate", "prediction_accuracy",
-           "run_episode", "run_world", "K_MAX", "KnowledgeGraph", "Rule", "Transition", "WorldModel", "align",
-           "induce_rules", "prune_rules", "verify_rules", "CodeRule", "RuleTimeoutError", "UnsafeCodeError",
+__all__ = ["MAX_TRIES", "METHODS", "Agent", "Planner", "SceneGraph", "evaluate", "fit_hypothesis_prior", "prediction_accuracy",
+           "run_episode", "run_world", "K_MAX", "HypothesisPrior", "KnowledgeGraph", "Rule", "Transition", "WorldModel", "align",
+           "induce_rules", "prune_rules", "rank_hypotheses", "verify_rules", "CodeRule", "RuleTimeoutError", "UnsafeCodeError",
            "call_limited", "compile_rule", "validate_rule_source", "CRAFT_ACTIONS", "DEFAULT_RECIPES", "GOAL",
            "ITEMS", "RESOURCES", "STATIONS", "TOOLS", "MiniMars", "Recipe", "World", "check_action",
            "obtainable", "sample_world", "succeeds"]

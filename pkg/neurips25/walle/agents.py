@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .learning import Transition, WorldModel, align
+from .learning import HypothesisPrior, Transition, WorldModel, align, induce_rules, rank_hypotheses
 from .world import (
     CRAFT_ACTIONS,
     DEFAULT_RECIPES,
@@ -30,22 +30,30 @@ from .world import (
 )
 
 __all__ = ["METHODS", "SceneGraph", "Planner", "Agent", "run_episode", "run_world", "evaluate",
+           "fit_hypothesis_prior",
            "prediction_accuracy", "MAX_TRIES"]
 
-METHODS = ("walle", "react", "reflexion", "skill", "rules_only", "graph_only", "no_prune")
+METHODS = ("walle", "react", "reflexion", "skill", "rules_only", "graph_only", "no_prune", "no_scene")
 MAX_TRIES = 5  # MPC re-planning rounds per step (Alg. 1)
 _STUCK = "stuck"
 
 
 class SceneGraph:
-    """Regions seen so far: (thing, in, region) and (region, adjacent, region) edges from observations."""
+    """Regions seen so far: (thing, in, region) and (region, adjacent, region) edges from observations.
 
-    def __init__(self):
+    ``memory=False`` is the scene-graph ablation: only the current observation is kept, so the agent
+    cannot walk back to a place it has seen (it wanders to a random neighbour instead)."""
+
+    def __init__(self, memory: bool = True, seed: int = 0):
         self.contents: dict[int, set[str]] = {}
         self.adj: dict[int, set[int]] = {}
         self.here = 0
+        self.memory = memory
+        self.rng = random.Random(seed)
 
     def update(self, obs: dict) -> None:
+        if not self.memory:
+            self.contents, self.adj = {}, {}
         self.here = obs["region"]
         self.contents[self.here] = set(obs["near"])
         self.adj.setdefault(self.here, set()).update(obs["neighbors"])
@@ -76,6 +84,8 @@ class SceneGraph:
     def toward(self, thing: str) -> int | None:
         """Next move toward a known region holding ``thing``, else toward the nearest unvisited region."""
         hop = self.next_hop(lambda k: thing in self.contents.get(k, ()))
+        if hop is None and not self.memory:
+            return self.rng.choice(sorted(self.adj.get(self.here, ()))) if self.adj.get(self.here) else None
         return hop if hop is not None else self.next_hop(lambda k: k not in self.contents)
 
 
@@ -135,39 +145,90 @@ class Agent:
     """One method's agent in one world; its memory persists across episodes (learning iterations).
 
     ``walle``: MPC with the aligned world model (graph + code rules, pruned with ``limit``);
-    ``rules_only`` / ``graph_only`` / ``no_prune``: ablations; ``react``: prior only, real feedback
-    within the episode; ``reflexion``: plus a persistent memory of failed (state, action) pairs;
+    ``rules_only`` / ``graph_only`` / ``no_prune`` / ``no_scene``: ablations; ``react``: prior only,
+    real feedback within the episode; ``reflexion``: plus verbal lessons written after each episode
+    (one hypothesis per failed action, chosen by the same learned ``prior``), kept across episodes;
     ``skill``: plus a library of the states in which each action succeeded, reused as preconditions.
+    ``prior`` is the learned hypothesis prior (the LLM stand-in's judgement); ``None``: uninformed.
     """
 
     method: str = "walle"
     limit: int | None = 5
     seed: int = 0
+    prior: HypothesisPrior | None = None
+    learn_every: str = "episode"
     transitions: list = field(default_factory=list)
     model: WorldModel = field(default_factory=WorldModel)
-    memory: set = field(default_factory=set)
     skills: dict = field(default_factory=dict)
+    lessons: dict = field(default_factory=dict)
+    reflections: list = field(default_factory=list)
 
     def __post_init__(self):
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
         if self.limit is not None and (not isinstance(self.limit, int) or self.limit < 0):
             raise ValueError(f"limit must be None or a non-negative int, got {self.limit!r}")
+        if self.prior is not None and not isinstance(self.prior, HypothesisPrior):
+            raise TypeError(f"prior must be a HypothesisPrior or None, got {type(self.prior).__name__}")
+        if self.learn_every not in ("episode", "step"):
+            raise ValueError(f"learn_every must be 'episode' or 'step', got {self.learn_every!r}")
         self.rng = random.Random(self.seed)
+        self.episode = 0
+        self._stale = False
+        self._tried: set = set()
 
     @property
     def uses_mpc(self) -> bool:
-        return self.method in ("walle", "rules_only", "graph_only", "no_prune")
+        return self.method in ("walle", "rules_only", "graph_only", "no_prune", "no_scene")
 
     def begin_episode(self):
         self.extra: dict[str, dict] = {}  # feedback from the world model, this episode only
-        self.blocked: set = set() if self.method != "reflexion" else self.memory
+        self.blocked: set = set()  # (state, action) pairs that failed in this episode
         self.log: list[tuple] = []
+        self.start = len(self.transitions)
+
+    def end_episode(self):
+        """Reflexion's self-reflection: for each action that failed in this episode, drop the lessons
+        the episode refuted (they fired on a real success) and write one new lesson, the most plausible
+        grammar hypothesis (by the learned prior) that explains the last failure and that nothing in the
+        episode contradicts. Unlike WALL-E there is no verification against all past data, no coverage
+        and no imagination step: the lesson is simply followed in the next episodes."""
+        self.episode += 1
+        if self.uses_mpc and self._stale:  # Alg. 2: act for an episode, then re-learn
+            self.relearn()
+        if self.method != "reflexion":
+            return
+        ep = self.transitions[self.start:]
+        prior_model = WorldModel()
+        for a in sorted({t.action for t in ep}):
+            succ = [t for t in ep if t.action == a and t.success]
+            kept = [r for r in self.lessons.get(a, []) if not any(r.fires(t.inventory, t.near) for t in succ)]
+            fails = [t for t in ep if t.action == a and not t.success]
+            if fails:
+                cands = [r for r in induce_rules([fails[-1]], prior_model) if r not in self._tried
+                         and not any(r.fires(t.inventory, t.near) for t in succ)]
+                if cands:
+                    best = rank_hypotheses(cands, prior_model, self.prior)[0]
+                    self._tried.add(best)
+                    kept.append(best)
+                    self.reflections.append(f"episode {self.episode}: {a} failed; next time: {best.text()}")
+            if kept:
+                self.lessons[a] = kept
+            else:
+                self.lessons.pop(a, None)
 
     def _recipe(self, action):
         extra = dict(self.extra.get(action, {}))
         if self.method == "skill" and action in self.skills:
             extra = {"need": {**self.skills[action], **extra.get("need", {})}, "near": extra.get("near", set())}
+        if self.method == "reflexion" and action in self.lessons:
+            need, near = dict(extra.get("need", {})), set(extra.get("near", set()))
+            for r in self.lessons[action]:
+                if r.kind == "inv_lt":
+                    need[r.thing] = max(need.get(r.thing, 0), r.k)
+                else:
+                    near.add(r.thing)
+            extra = {"need": need, "near": near}
         return _merge(self.model.recipe(action), extra)
 
     def _explore(self, obs, scene):
@@ -202,7 +263,8 @@ class Agent:
         return a  # after MAX_TRIES the last proposal is executed anyway
 
     def observe(self, obs, action, success, obs_next):
-        """Record the real transition; on a misprediction, re-align the world model (Alg. 2)."""
+        """Record the real transition. A misprediction marks the model stale: it is re-aligned after
+        the episode (Alg. 2), or at once with ``learn_every="step"``."""
         if action.startswith("move_"):
             return
         t = Transition(dict(obs["inventory"]), frozenset(obs["near"]), action, success,
@@ -221,14 +283,22 @@ class Agent:
         believed = dict(self.model.recipe(action).consumes)
         used = {i: t.inventory[i] - t.inventory_next[i] for i in ITEMS if t.inventory_next[i] < t.inventory[i]}
         if predicted != success or (success and used != believed):
-            self.model, _ = align(self.transitions, limit=self.limit,
-                                  use_rules=self.method != "graph_only", use_graph=self.method != "rules_only",
-                                  prune=self.method != "no_prune")
+            self._stale = True
+            if self.learn_every == "step":
+                self.relearn()
+
+    def relearn(self):
+        """The learning step of Alg. 2 on everything recorded so far."""
+        self.model, _ = align(self.transitions, limit=self.limit,
+                              use_rules=self.method != "graph_only", use_graph=self.method != "rules_only",
+                              prune=self.method != "no_prune", hypothesis_prior=self.prior)
+        self._stale = False
 
 
 def run_episode(agent: Agent, env: MiniMars) -> dict:
     """One episode; returns success, reward (achievements), steps, real failures, MPC rejections."""
-    obs, scene, done, reward = env.reset(), SceneGraph(), False, 0.0
+    obs, done, reward = env.reset(), False, 0.0
+    scene = SceneGraph(memory=agent.method != "no_scene", seed=agent.seed * 1000 + agent.episode)
     scene.update(obs)
     agent.begin_episode()
     while not done:
@@ -237,6 +307,7 @@ def run_episode(agent: Agent, env: MiniMars) -> dict:
         agent.observe(obs, a, info["success"], nxt)
         scene.update(nxt)
         obs, reward = nxt, reward + r
+    agent.end_episode()
     log = agent.log
     return {"success": float(env.inventory[GOAL] > 0), "reward": reward, "steps": env.t,
             "real_failures": sum(1 for e in log if e[0] == "real" and not e[3]),
@@ -244,13 +315,34 @@ def run_episode(agent: Agent, env: MiniMars) -> dict:
 
 
 def run_world(world: World, method: str, n_iters: int = 5, limit: int | None = 5, max_steps: int = 80,
-              seed: int = 0):
-    """Alg. 2 in one world: ``n_iters`` episodes (fresh maps, same recipes), memory kept between them."""
+              seed: int = 0, prior: HypothesisPrior | None = None, learn_every: str = "episode"):
+    """Alg. 2 in one world: ``n_iters`` episodes (fresh maps, same recipes), memory kept between them.
+    ``learn_every="episode"`` re-learns after each episode (Alg. 2); ``"step"`` after every misprediction."""
     if not isinstance(n_iters, int) or n_iters < 1:
         raise ValueError(f"n_iters must be a positive int, got {n_iters!r}")
-    agent = Agent(method, limit, seed)
+    agent = Agent(method, limit, seed, prior, learn_every)
     stats = [run_episode(agent, MiniMars(world, episode=e, max_steps=max_steps)) for e in range(n_iters)]
     return stats, agent
+
+
+def fit_hypothesis_prior(world_seeds, n_iters: int = 4, n_modifications: int = 3, max_steps: int = 200,
+                         rounds: int = 2) -> HypothesisPrior:
+    """Learn the hypothesis prior from experience: WALL-E explores the training worlds ``world_seeds``
+    (keep them disjoint from the evaluation worlds) with a generous step budget, and
+    :class:`HypothesisPrior` is fitted on everything the agents lived through there. The first round
+    starts *uninformed* (all hypotheses equal); each further round explores with the prior just fitted
+    and refits on the new experience."""
+    if not isinstance(rounds, int) or rounds < 1:
+        raise ValueError(f"rounds must be a positive int, got {rounds!r}")
+    prior = None
+    for _ in range(rounds):
+        runs = []
+        for s in world_seeds:
+            _, agent = run_world(sample_world(s, n_modifications), "walle", n_iters, None, max_steps, seed=s,
+                                 prior=prior)
+            runs.append(agent.transitions)
+        prior = HypothesisPrior().fit(runs)
+    return prior
 
 
 def prediction_accuracy(model: WorldModel, world: World, n: int = 400, seed: int = 0,
@@ -270,7 +362,8 @@ def prediction_accuracy(model: WorldModel, world: World, n: int = 400, seed: int
 
 
 def evaluate(world_seeds, methods=("walle", "react", "reflexion", "skill"), n_iters: int = 5,
-             limit: int | None = 5, n_modifications: int = 3, max_steps: int = 80) -> dict:
+             limit: int | None = 5, n_modifications: int = 3, max_steps: int = 80,
+             prior: HypothesisPrior | None = None, learn_every: str = "episode") -> dict:
     """Success and reward per (method, world, iteration); world-model accuracy on the modified actions
     after the last iteration; the final number of rules and how often a kept rule misfires on a success."""
     out = {}
@@ -278,7 +371,8 @@ def evaluate(world_seeds, methods=("walle", "react", "reflexion", "skill"), n_it
         succ, rew, acc, n_rules, misfires = [], [], [], [], 0
         for s in world_seeds:
             world = sample_world(s, n_modifications)
-            stats, agent = run_world(world, m, n_iters, limit, max_steps, seed=s)
+            stats, agent = run_world(world, m, n_iters, limit, max_steps, seed=s, prior=prior,
+                                     learn_every=learn_every)
             succ.append([st["success"] for st in stats])
             rew.append([st["reward"] for st in stats])
             n_rules.append(len(agent.model.rules))

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+import numpy as np
+
 from .safe import CodeRule, compile_rule
 from .world import (
     DEFAULT_RECIPES,
@@ -26,8 +28,8 @@ from .world import (
     succeeds,
 )
 
-__all__ = ["Transition", "Rule", "KnowledgeGraph", "WorldModel", "induce_rules", "verify_rules",
-           "prune_rules", "align", "K_MAX"]
+__all__ = ["Transition", "Rule", "KnowledgeGraph", "WorldModel", "HypothesisPrior", "rank_hypotheses", "induce_rules",
+           "verify_rules", "prune_rules", "align", "K_MAX"]
 
 K_MAX = 3  # stand-in for the LLM's commonsense that recipes use a handful of items, not dozens
 
@@ -63,6 +65,12 @@ class Rule:
         if self.kind == "inv_lt":
             return inventory.get(self.thing, 0) < self.k
         return self.thing not in near
+
+    def text(self) -> str:
+        """The rule as a verbal lesson (what Reflexion writes down)."""
+        if self.kind == "inv_lt":
+            return f"have at least {self.k} {self.thing} before {self.action}"
+        return f"be near a {self.thing} before {self.action}"
 
     def source(self) -> str:
         """The rule as Python source: ``Rule(state, action) -> (feedback, success, suggestion) | None``."""
@@ -187,18 +195,71 @@ def _cost(thing: str, model: WorldModel, seen=()) -> int:
         _cost(s, model, (*seen, thing)) for s in r.near if s in STATIONS)
 
 
-def _plausibility(rule: Rule, model: WorldModel) -> int:
-    """Stand-in for the LLM's judgement of a hypothesis: more of a known ingredient first; materials for
-    crafting, tools for collecting; stations for crafting; a resource 'near' a craft least. Within a class
-    the learner prefers hypotheses that are cheap to test (see ``prune_rules``)."""
-    collect = rule.action.startswith("collect")
-    if rule.kind == "inv_lt":
-        if rule.thing in dict(model.recipe(rule.action).consumes):
-            return 4
-        if rule.thing in TOOLS:
-            return 3 if collect else 1
-        return 1 if collect else 3
-    return 2 if rule.thing in STATIONS and not collect else 0
+def _features(rule: Rule, model: WorldModel) -> tuple:
+    """What the hypothesis prior sees of a rule: the action's verb, the rule's kind, the category of
+    the thing it names, that thing's role in the *believed* recipe, and the threshold k. Generic
+    descriptors, no game knowledge: which combinations are plausible is learned (``HypothesisPrior``)."""
+    r = model.recipe(rule.action)
+    role = ("consumed" if rule.thing in dict(r.consumes) else "required" if rule.thing in r.requires
+            else "near" if rule.thing in r.near else "none")
+    cat = "tool" if rule.thing in TOOLS else "station" if rule.thing in STATIONS else "resource"
+    return rule.action.split("_", 1)[0], rule.kind, cat, role, min(rule.k, 2)
+
+
+@dataclass
+class HypothesisPrior:
+    """A learned plausibility for candidate rules: the stand-in for the LLM's judgement of which
+    hypothesis to try first. Fitted on the agent's own experience in *training* worlds (disjoint from
+    the evaluation worlds): every grammar candidate induced for a real failure is a positive if it
+    survived all the agent's later experience of that action (never fired on a real success, and the
+    action did succeed at least once), else a negative. The score of a rule is the smoothed log-odds of
+    its feature tuple (a count table: naive, transparent, learned)."""
+
+    pos: dict = field(default_factory=dict)
+    neg: dict = field(default_factory=dict)
+
+    def score(self, rule: Rule, model: WorldModel) -> float:
+        f = _features(rule, model)
+        return float(np.log((self.pos.get(f, 0) + 0.5) / (self.neg.get(f, 0) + 0.5)))
+
+    def fit(self, runs) -> HypothesisPrior:
+        """``runs``: one list of Transition per training world (an agent's whole experience there)."""
+        for transitions in runs:
+            crafts = [t for t in transitions if not t.action.startswith("move_")]
+            model = WorldModel()
+            succ: dict[str, list[Transition]] = {}
+            for t in crafts:
+                if t.success:
+                    succ.setdefault(t.action, []).append(t)
+            fails = [t for t in crafts if not t.success and t.action in succ
+                     and model.predict(t.inventory, t.near, t.action)[0]]
+            for r in induce_rules(fails, model):
+                ok = not any(r.fires(t.inventory, t.near) for t in succ[r.action])
+                table = self.pos if ok else self.neg
+                f = _features(r, model)
+                table[f] = table.get(f, 0) + 1
+        return self
+
+    def table(self) -> list[tuple]:
+        """(features, positives, negatives, score) for every feature tuple seen, best first."""
+        rows = [(f, self.pos.get(f, 0), self.neg.get(f, 0),
+                 float(np.log((self.pos.get(f, 0) + 0.5) / (self.neg.get(f, 0) + 0.5))))
+                for f in set(self.pos) | set(self.neg)]
+        return sorted(rows, key=lambda x: (-x[3], x[0]))
+
+
+def _hypothesis_key(rule: Rule, model: WorldModel, prior, costs: dict) -> tuple:
+    if rule.kind == "inv_lt" and rule.thing not in costs:
+        costs[rule.thing] = _cost(rule.thing, model)
+    cost = costs[rule.thing] * rule.k if rule.kind == "inv_lt" else 0
+    return (prior.score(rule, model) if prior is not None else 0.0), -cost, rule.name
+
+
+def rank_hypotheses(rules, model: WorldModel, prior: HypothesisPrior | None = None) -> list[Rule]:
+    """Candidate rules, most plausible first: by the learned ``prior``'s score, then the cheaper to
+    test (fewer actions to satisfy the rule under the believed recipes), then by name."""
+    costs: dict = {}
+    return sorted(rules, key=lambda r: _hypothesis_key(r, model, prior, costs), reverse=True)
 
 
 def induce_rules(failures, model: WorldModel) -> list[Rule]:
@@ -246,10 +307,12 @@ def verify_rules(rules, transitions, inc):
     return kept
 
 
-def prune_rules(coverage: dict, limit: int | None, model: WorldModel) -> list[Rule]:
-    """Greedy maximum coverage of D_inc with at most ``limit`` rules. Ties go to the more plausible,
-    cheaper-to-test hypothesis; a rule whose requirement would close a cycle with the rules already
-    chosen is skipped (the tech tree of a solvable world is acyclic)."""
+def prune_rules(coverage: dict, limit: int | None, model: WorldModel,
+                prior: HypothesisPrior | None = None) -> list[Rule]:
+    """Greedy maximum coverage of D_inc with at most ``limit`` rules. Ties go to the hypothesis the
+    learned ``prior`` finds more plausible (none: all equal), then to the cheaper one to test; a rule
+    whose requirement would close a cycle with the rules already chosen is skipped (the tech tree of a
+    solvable world is acyclic)."""
     if limit is not None and (not isinstance(limit, int) or limit < 0):
         raise ValueError(f"limit must be None or a non-negative int, got {limit!r}")
     coverage = dict(coverage)
@@ -258,10 +321,7 @@ def prune_rules(coverage: dict, limit: int | None, model: WorldModel) -> list[Ru
     costs = {}
 
     def key(r):
-        if r.kind == "inv_lt" and r.thing not in costs:
-            costs[r.thing] = _cost(r.thing, model)
-        cost = costs[r.thing] * r.k if r.kind == "inv_lt" else 0
-        return len(coverage[r] - covered), _plausibility(r, model), -cost, r.name
+        return (len(coverage[r] - covered), *_hypothesis_key(r, model, prior, costs))
 
     while coverage and (limit is None or len(chosen) < limit):
         best = max(coverage, key=key)
@@ -280,7 +340,7 @@ def prune_rules(coverage: dict, limit: int | None, model: WorldModel) -> list[Ru
 
 
 def align(transitions, prior: dict | None = None, limit: int | None = 5, use_rules: bool = True,
-          use_graph: bool = True, prune: bool = True):
+          use_graph: bool = True, prune: bool = True, hypothesis_prior: HypothesisPrior | None = None):
     """One pass of neurosymbolic learning (Alg. 2, learning step): returns (world model, info)."""
     if not isinstance(transitions, list):
         raise TypeError(f"transitions must be a list of Transition, got {type(transitions).__name__}")
@@ -297,5 +357,5 @@ def align(transitions, prior: dict | None = None, limit: int | None = 5, use_rul
         return WorldModel(prior, kg, [(r, _compiled(r)) for r in cands]), info
     coverage = verify_rules(cands, crafts, inc)
     info["n_verified"] = len(coverage)
-    rules = prune_rules(coverage, limit, base)
+    rules = prune_rules(coverage, limit, base, hypothesis_prior)
     return WorldModel(prior, kg, [(r, _compiled(r)) for r in rules]), info
