@@ -196,5 +196,109 @@ def test_polygon_fit_smoke():
 def test_benchmark_smoke():
     from neurips25.dqp.bench import benchmark
 
-    out = benchmark("chain", [20], repeats=1)
-    assert set(out) == {"dqp", "full_kkt", "cvxpylayers"} and all(v[20] > 0 for v in out.values())
+    out = benchmark("chain", [20], repeats=1, methods=("dqp", "full_kkt", "cvxpylayers"))
+    assert set(out["time"]) == {"dqp", "full_kkt", "cvxpylayers"}
+    assert all(v[20] > 0 for v in out["time"].values())
+    assert out["grad_diff"]["dqp"][20] == 0 and out["grad_diff"]["full_kkt"][20] < 1e-6
+    with pytest.raises(ValueError, match="methods must be among"):
+        benchmark("chain", [20], methods=("optnet2",))
+
+
+@pytest.mark.parametrize("method, tol", [("qpth", 1e-6), ("qplayer", 1e-4)])
+def test_paper_baselines_agree_with_dqp(method, tol):
+    # OptNet (qpth) and QPLayer (proxsuite) themselves; qpth is optional (it pins numpy<2)
+    from neurips25.dqp import baselines
+
+    if method == "qpth":
+        pytest.importorskip("qpth")
+    else:
+        pytest.importorskip("proxsuite.torch.qplayer")
+    solve = getattr(baselines, f"{method}_solve")
+    for seed in range(3):
+        qp = planted_qp(8, 6, 2, 3, seed=seed)
+        gd, args, g = _grads(qp, seed=seed)
+        z = solve(*args)
+        torch.testing.assert_close(z.detach(), qp["z"], atol=1e-7, rtol=0)
+        gb = torch.autograd.grad((g * z).sum(), args)
+        err = max(float((a - b).abs().max() / (1 + b.abs().max())) for a, b in zip(gb, gd))
+        assert err < tol, (method, seed, err)
+
+
+def test_classic_set_solved_with_small_kkt_residuals():
+    from neurips25.dqp.robust import classic_qps, run_dqp
+
+    for name, qp in classic_qps().items():
+        r = run_dqp(qp)
+        assert r["primal"] < 1e-9 and r["dual"] < 1e-6 and r["compl"] < 1e-9 and r["mu_min"] >= 0, name
+        assert r["finite"], name
+        if qp["f_star"] is not None:
+            assert r["f_err"] < 1e-9, (name, r["f"], qp["f_star"])
+        if qp["x_star"] is not None:
+            assert np.abs(r["z"] - qp["x_star"].numpy()).max() < 1e-8, name
+        if name == "DEGEN":
+            assert r["lstsq"]  # 6 active rows for 2 unknowns: least squares
+        if name == "ILLCOND":
+            assert r["refined"] > 3  # Clarabel's z is 5e-3 off; refinement repairs J
+
+
+def test_degenerate_and_ill_conditioned_gradients_match_finite_differences():
+    from neurips25.dqp.robust import classic_qps
+
+    Q = classic_qps()
+    # z is piecewise linear in q, so a large h is exact while J stays; it also keeps the
+    # forward solves' round-off (1e-11 on ILLCOND) out of the difference quotient
+    for name, h in (("DEGEN", 1e-4), ("ILLCOND", 1e-4), ("HS51", 1e-4)):
+        qp = Q[name]
+        has_eq, has_in = qp["A"].shape[0] > 0, qp["C"].shape[0] > 0
+        q = qp["q"].clone().requires_grad_(True)
+        kw = dict(A=qp["A"] if has_eq else None, b=qp["b"] if has_eq else None,
+                  C=qp["C"] if has_in else None, d=qp["d"] if has_in else None)
+        g = torch.linspace(-1, 1, len(q), dtype=torch.float64)
+        z = dqp_solve(qp["P"], q, **kw).z
+        (gq,) = torch.autograd.grad((g * z).sum(), q)
+        fd = torch.zeros_like(gq)
+        for i in range(len(q)):
+            e = torch.zeros_like(gq)
+            e[i] = h
+            fd[i] = (g @ dqp_solve(qp["P"], qp["q"] + e, **kw).z
+                     - g @ dqp_solve(qp["P"], qp["q"] - e, **kw).z) / (2 * h)
+        assert float((gq - fd).abs().max() / (1 + fd.abs().max())) < 1e-5, name
+
+
+def test_weakly_active_gradient_is_a_one_sided_derivative():
+    from neurips25.dqp.robust import weakly_active_qp
+
+    qp = weakly_active_qp()
+    d = qp["d"].clone().requires_grad_(True)
+    g = torch.linspace(-1, 1, len(qp["q"]), dtype=torch.float64)
+    r = dqp_solve(qp["P"], qp["q"], C=qp["C"], d=d)
+    (gd,) = torch.autograd.grad((g * r.z).sum(), d)
+    # z is piecewise linear in d: one-sided differences with h = 1e-3 are exact (a much smaller h
+    # would sit inside dQP's eps_active band, where violations below 1e-6 are tolerated)
+    h, e = 1e-3, torch.zeros_like(qp["d"])
+    e[0] = h
+    f = lambda dd: float(g @ dqp_solve(qp["P"], qp["q"], C=qp["C"], d=dd).z)
+    right, left = (f(qp["d"] + e) - f(qp["d"])) / h, (f(qp["d"]) - f(qp["d"] - e)) / h
+    assert abs(right - left) > 1e-3  # a genuine kink
+    assert min(abs(float(gd[0]) - right), abs(float(gd[0]) - left)) < 1e-5
+
+
+def test_refinement_repairs_loose_solver_active_sets():
+    from neurips25.dqp.robust import loose_solver_stress
+
+    off = loose_solver_stress([1e-2], range(4), solver="osqp", max_refine=0)[1e-2]
+    on = loose_solver_stress([1e-2], range(4), solver="osqp")[1e-2]
+    assert off["right"] < 1 and off["worst_grad_err"] > 1e-3  # thresholding alone fails
+    assert on["right"] == 1 and on["worst_grad_err"] < 1e-8 and on["refined"] > 0
+
+
+def test_max_refine_validated_and_convergence_flag():
+    qp = planted_qp(4, 3, 1, 1, seed=0)
+    with pytest.raises(ValueError, match="max_refine must be a non-negative int"):
+        dqp_solve(*(qp[k] for k in NAMES), max_refine=-1)
+    P = torch.eye(2, dtype=torch.float64)
+    C = torch.tensor([[1.0, 0.0], [0.0, -1.0]], dtype=torch.float64)
+    d = torch.tensor([-1.0, 1e-4], dtype=torch.float64)
+    r = dqp_solve(P, torch.zeros(2, dtype=torch.float64), C=C, d=d, eps_active=1e-3, max_refine=0)
+    assert not r.converged  # the forced row has a negative multiplier and no step was allowed
+    assert dqp_solve(P, torch.zeros(2, dtype=torch.float64), C=C, d=d, eps_active=1e-3).converged

@@ -1,8 +1,15 @@
-"""Baselines dQP is compared with: full-KKT implicit differentiation (OptNet-style) and cvxpylayers.
+"""Baselines dQP is compared with: the paper's own baselines OptNet (``qpth``) and QPLayer
+(``proxsuite``), cvxpylayers, and a full-KKT implicit-differentiation stand-in.
 
-``kkt_solve`` is *not* qpth: its forward pass is the same black-box solver as dQP's, and only its
-backward differs — it differentiates the full, dense KKT conditions with every inequality
-(Amos & Kolter, 2017, eq. 6) instead of the reduced system on the active set.
+``qpth_solve`` is OptNet itself (Amos & Kolter, 2017): qpth's batched dense primal-dual interior-point
+forward and its dense KKT backward. ``qplayer_solve`` is QPLayer (Bambade et al., 2024): ProxQP's dense
+augmented-Lagrangian forward and its backward. ``kkt_solve`` is *not* qpth: its forward pass is the
+same black-box solver as dQP's, and only its backward differs — it differentiates the full, dense KKT
+conditions with every inequality (OptNet eq. 6) instead of the reduced system on the active set.
+
+qpth 0.0.18 declares ``numpy<2`` but runs unchanged with NumPy 2 and torch 2.x on the CPU (its dense
+path uses only torch; the sparse path it never takes here needs CUDA). It cannot be a dependency of this
+package (pip would downgrade NumPy), so it is optional: ``pip install --no-deps qpth==0.0.18``.
 """
 from __future__ import annotations
 
@@ -15,7 +22,8 @@ import torch
 
 from .core import SOLVER_OPTIONS, available_solvers
 
-__all__ = ["kkt_solve", "cvxpy_qp_layer", "cvxpy_projection_layer"]
+__all__ = ["kkt_solve", "cvxpy_qp_layer", "cvxpy_projection_layer", "qpth_solve", "qplayer_solve",
+           "have_qpth", "have_qplayer"]
 
 # cvxpylayers 1.2's diffcp interface calls np.array(copy=False)-style on objects without the NumPy-2
 # ``copy`` keyword; harmless, and it would otherwise print in every forward and backward pass.
@@ -75,16 +83,25 @@ def kkt_solve(P, q, A, b, C, d, solver: str = "clarabel") -> torch.Tensor:
 
 
 def cvxpy_qp_layer(P: np.ndarray, m: int, p: int):
-    """A cvxpylayers layer for the QP with constant P and parameters (q, A, b, C, d)."""
+    """A cvxpylayers layer for the QP with constant P and parameters (q, A, b, C, d); blocks with zero
+    rows (m = 0 or p = 0) are left out, and so are their parameters in the layer's call."""
     import cvxpy as cp
     from cvxpylayers.torch import CvxpyLayer
 
     n = P.shape[0]
     z = cp.Variable(n)
-    q, A, b, C, d = cp.Parameter(n), cp.Parameter((p, n)), cp.Parameter(p), cp.Parameter((m, n)), cp.Parameter(m)
+    q = cp.Parameter(n)
+    params, cons = [q], []
+    if p:
+        A, b = cp.Parameter((p, n)), cp.Parameter(p)
+        params += [A, b]
+        cons.append(A @ z == b)
+    if m:
+        C, d = cp.Parameter((m, n)), cp.Parameter(m)
+        params += [C, d]
+        cons.append(C @ z <= d)
     obj = cp.Minimize(0.5 * cp.quad_form(z, cp.psd_wrap((P + P.T) / 2)) + q @ z)
-    prob = cp.Problem(obj, [A @ z == b, C @ z <= d])
-    return CvxpyLayer(prob, parameters=[q, A, b, C, d], variables=[z])
+    return CvxpyLayer(cp.Problem(obj, cons), parameters=params, variables=[z])
 
 
 def cvxpy_projection_layer(kind: str, n: int):
@@ -101,3 +118,65 @@ def cvxpy_projection_layer(kind: str, n: int):
         raise ValueError(f"kind must be 'simplex' or 'chain', got {kind!r}")
     prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(z - x)), cons)
     return CvxpyLayer(prob, parameters=[x], variables=[z])
+
+
+def have_qpth() -> bool:
+    """Whether OptNet's ``qpth`` is importable (optional: ``pip install --no-deps qpth==0.0.18``)."""
+    try:
+        import qpth.qp  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def have_qplayer() -> bool:
+    """Whether QPLayer (``proxsuite.torch``) is importable (installed with the ``opt`` extra)."""
+    try:
+        import proxsuite.torch.qplayer  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _dense_args(P, q, A, b, C, d):
+    args = [P, q, A, b, C, d]
+    if not all(isinstance(x, torch.Tensor) for x in args):
+        raise TypeError("P, q, A, b, C, d must be dense torch tensors (zero-row A, C if absent)")
+    n = q.shape[-1]
+    for name, M, v in (("A", A, b), ("C", C, d)):
+        if M.ndim != 2 or M.shape[1] != n or v.shape != (M.shape[0],):
+            raise ValueError(f"{name} must be (rows, {n}) with a matching right-hand side")
+    return [x.double() for x in args]
+
+
+def qpth_solve(P, q, A, b, C, d, max_iter: int = 20, eps: float = 1e-12) -> torch.Tensor:
+    """z*(P, q, A, b, C, d) from OptNet's ``qpth.qp.QPFunction`` (dense, unbatched here).
+
+    qpth requires P positive definite (a Cholesky factorisation) and runs a fixed budget of
+    interior-point iterations (``max_iter``, qpth's default 20)."""
+    from qpth.qp import QPFunction
+
+    P, q, A, b, C, d = _dense_args(P, q, A, b, C, d)
+    e = torch.empty(0, dtype=torch.float64)
+    eq = (A, b) if A.shape[0] else (e, e)
+    ineq = (C, d) if C.shape[0] else (torch.zeros(1, q.shape[-1], dtype=torch.float64),
+                                       torch.ones(1, dtype=torch.float64))  # qpth needs a row
+    return QPFunction(verbose=-1, maxIter=max_iter, eps=eps)(P, q, *ineq, *eq)[0]
+
+
+_BIG = 1e20  # ProxQP's "no bound"
+
+
+def qplayer_solve(P, q, A, b, C, d, eps: float = 1e-9, max_iter: int = 1000) -> torch.Tensor:
+    """z*(P, q, A, b, C, d) from QPLayer (``proxsuite.torch.qplayer.QPFunction``, dense).
+
+    Inequalities Cz <= d are passed as -inf <= Cz <= d. QPLayer's backward solves its own
+    (regularised) KKT system to tolerance ``eps_backward = 1e-4`` and returns float32 gradients."""
+    from proxsuite.torch.qplayer import QPFunction
+
+    P, q, A, b, C, d = _dense_args(P, q, A, b, C, d)
+    e = torch.empty(0, dtype=torch.float64)
+    eq = (A, b) if A.shape[0] else (e, e)
+    if not C.shape[0]:  # QPLayer 0.8 fails without an inequality row: add 0·z <= 1
+        C, d = torch.zeros(1, q.shape[-1], dtype=torch.float64), torch.ones(1, dtype=torch.float64)
+    return QPFunction(eps=eps, maxIter=max_iter)(P, q, *eq, C, torch.full_like(d, -_BIG), d)[0][0]

@@ -115,6 +115,7 @@ def _solve_one(P, q, A, b, C, d, opts: _Options) -> dict[str, Any]:
     z_solver = np.asarray(sol.x, dtype=np.float64)
     J = active_set(C, d, z_solver, opts.eps_active)
     p = 0 if A is None else A.shape[0]
+    converged = C is None
     for it in range(opts.max_refine + 1):
         blocks = [M for M in (A, None if C is None else _rows(C, J)) if M is not None]
         if opts.sparse:
@@ -125,13 +126,18 @@ def _solve_one(P, q, A, b, C, d, opts: _Options) -> dict[str, Any]:
         rhs = np.concatenate([-q] + ([b] if A is not None else []) + ([d[J]] if C is not None else []))
         y = fac.solve(rhs)
         z, lam, mu_J = y[:n], y[n:n + p], y[n + p:]
-        if C is None or it == opts.max_refine:
+        if C is None:
             break
-        # Active-set refinement (App. D): drop rows with negative multipliers, add violated rows.
+        # Active-set refinement (App. D): J is right iff mu_J >= 0 and z is feasible. Otherwise drop
+        # the rows with negative multipliers and add the violated rows, and re-solve (a primal-dual
+        # active-set step; with a loose forward solver it can take ~10 steps, each one KKT solve).
         idx = np.flatnonzero(J)
         drop = idx[mu_J < -1e-9 * max(1.0, np.abs(mu_J).max(initial=0.0))]
         add = ~J & active_set(C, d, z, -opts.eps_active)  # strictly violated beyond eps
         if drop.size == 0 and not add.any():
+            converged = True
+            break
+        if it == opts.max_refine:
             break
         J = J.copy()
         J[drop] = False
@@ -139,7 +145,7 @@ def _solve_one(P, q, A, b, C, d, opts: _Options) -> dict[str, Any]:
     mu = np.zeros(0 if C is None else C.shape[0])
     if C is not None:
         mu[J] = mu_J
-    return dict(z=z, lam=lam, mu=mu, J=J, fac=fac, lstsq=fac.lstsq, refined=it,
+    return dict(z=z, lam=lam, mu=mu, J=J, fac=fac, lstsq=fac.lstsq, refined=it, converged=converged,
                 solver_gap=float(np.abs(z - z_solver).max()))
 
 
@@ -236,7 +242,8 @@ class QPResult:
     ``z``, ``lam`` (equality duals) and ``mu`` (inequality duals, 0 off the active set) are
     differentiable; ``active`` is the active set J; ``lstsq`` flags degenerate problems solved by
     least squares; ``solver_gap`` is max|z_dQP − z_solver|, how far the reduced-KKT solution moved
-    the black-box solver's answer.
+    the black-box solver's answer; ``refined`` counts refinement steps and ``converged`` is False
+    when refinement stopped (``max_refine``) before J passed the KKT check (μ_J ≥ 0, Cz ≤ d).
     """
 
     z: torch.Tensor
@@ -246,6 +253,7 @@ class QPResult:
     lstsq: np.ndarray
     solver_gap: np.ndarray
     refined: np.ndarray
+    converged: np.ndarray
 
 
 def _check_arg(name: str, X, n: int | None, rows: int | None):
@@ -268,7 +276,7 @@ def _check_arg(name: str, X, n: int | None, rows: int | None):
 
 
 def dqp_solve(P, q, A=None, b=None, C=None, d=None, *, solver: str = "clarabel", eps_active: float = 1e-6,
-              max_refine: int = 3, check_psd: bool = True, **solver_options) -> QPResult:
+              max_refine: int = 25, check_psd: bool = True, **solver_options) -> QPResult:
     """Solve min ½zᵀPz + qᵀz s.t. Az = b, Cz ≤ d with any ``qpsolvers`` backend, differentiably.
 
     Tensors may carry a leading batch dimension (all batched arguments must share it; unbatched
@@ -280,6 +288,8 @@ def dqp_solve(P, q, A=None, b=None, C=None, d=None, *, solver: str = "clarabel",
         raise ValueError(f"solver must be one of {available_solvers()}, got {solver!r}")
     if not (isinstance(eps_active, float) and eps_active > 0):
         raise ValueError(f"eps_active must be a positive float, got {eps_active!r}")
+    if isinstance(max_refine, bool) or not isinstance(max_refine, int) or max_refine < 0:
+        raise ValueError(f"max_refine must be a non-negative int, got {max_refine!r}")
     if (A is None) != (b is None):
         raise ValueError("A and b must be given together (equality constraints Az = b)")
     if (C is None) != (d is None):
@@ -336,7 +346,8 @@ def dqp_solve(P, q, A=None, b=None, C=None, d=None, *, solver: str = "clarabel",
     active = torch.as_tensor(stack([f["J"] for f in infos]), device=z.device)
     return QPResult(z=z, lam=lam, mu=mu, active=active, lstsq=stack([f["lstsq"] for f in infos]),
                     solver_gap=stack([f["solver_gap"] for f in infos]),
-                    refined=stack([f["refined"] for f in infos]))
+                    refined=stack([f["refined"] for f in infos]),
+                    converged=stack([f["converged"] for f in infos]))
 
 
 class DQPLayer(torch.nn.Module):
