@@ -99,6 +99,14 @@ def test_validation_errors():
         leap(toy.velocity, z, y, y, gamma_lift=0.0)
     with pytest.raises(ValueError, match="target must be in"):
         leapfactual(z, toy.classify, 7, toy.velocity, n_classes=4)
+    with pytest.raises(ValueError, match="target must be in"):  # n_classes from the flow's owner
+        leapfactual(z, toy.classify, 4, toy.velocity)
+    with pytest.raises(ValueError, match="target must hold non-negative"):  # review: [-1, 1, 1]
+        leapfactual(z[:3], toy.classify, [-1, 1, 1], toy.velocity)
+    with pytest.raises(ValueError, match="target must hold non-negative"):  # also for a plain function
+        leapfactual(z[:3], toy.classify, [-1, 1, 1], lambda u, t, c: toy.velocity(u, t, c.clamp(0, 3)))
+    with pytest.raises(ValueError, match="y_t must hold non-negative"):
+        leap(toy.velocity, z[:3], y[:3], [-1, 1, 1])
     with pytest.raises(TypeError, match="integer class labels"):
         leapfactual(z, toy.classify, torch.zeros(10), toy.velocity)
     with pytest.raises(TypeError, match="callable"):

@@ -132,9 +132,22 @@ def _check_labels(y, n: int, name: str, n_classes: int | None = None) -> torch.T
         raise ValueError(f"{name} must be an int or shape ({n},) labels, got shape {tuple(y.shape)}")
     if y.is_floating_point():
         raise TypeError(f"{name} must hold integer class labels, got dtype {y.dtype}")
-    if n_classes is not None and ((y < 0) | (y >= n_classes)).any():
+    if (y < 0).any():
+        raise ValueError(f"{name} must hold non-negative class labels, got values {y.unique().tolist()}")
+    if n_classes is not None and (y >= n_classes).any():
         raise ValueError(f"{name} must be in [0, {n_classes}), got values {y.unique().tolist()}")
     return y.long()
+
+
+def _flow_classes(velocity) -> int | None:
+    """The number of classes a velocity field is conditioned on, when its owner says so (a CECFM's
+    ``hparams.n_classes``, the toy's four centres); None for a plain function."""
+    owner = getattr(velocity, "__self__", None)
+    hp = getattr(owner, "hparams", None)
+    if hp is not None and "n_classes" in hp:
+        return int(hp["n_classes"])
+    centres = getattr(owner, "centres", None)
+    return len(centres) if centres is not None else None
 
 
 def leap(velocity: Velocity, z: torch.Tensor, y_c, y_t, gamma_lift: float = 1.0, gamma_land: float = 1.0,
@@ -143,8 +156,9 @@ def leap(velocity: Velocity, z: torch.Tensor, y_c, y_t, gamma_lift: float = 1.0,
     from τ = 0 to 1. With γ = 1 and an exact flow this swaps the class and keeps everything else."""
     if not torch.is_tensor(z) or z.ndim != 2:
         raise ValueError(f"z must be a (B, d) tensor, got {type(z).__name__} {getattr(z, 'shape', '')}")
-    y_c = _check_labels(y_c, len(z), "y_c").to(z.device)
-    y_t = _check_labels(y_t, len(z), "y_t").to(z.device)
+    k = _flow_classes(velocity)
+    y_c = _check_labels(y_c, len(z), "y_c", k).to(z.device)
+    y_t = _check_labels(y_t, len(z), "y_t", k).to(z.device)
     for name, g in (("gamma_lift", gamma_lift), ("gamma_land", gamma_land)):
         if not g > 0:
             raise ValueError(f"{name} must be positive, got {g}")
@@ -173,12 +187,14 @@ def leapfactual(x: torch.Tensor, classifier: Callable, target, velocity: Velocit
     """Algorithm 2. z = g⁻¹(x), y_c = f(g(z)); blending: up to ``n_blend`` leaps with γ_lift = γ_land =
     ``gamma_blend`` from y_c to the target, re-querying f after each (a sample whose y_c already equals
     the target would leap onto itself, so it is skipped); injection (LeapFactual_R): ``n_inject`` leaps
-    with (γ_lift, γ_land) = ``gamma_inject``. Returns (x_CE, z_CE, y_final) [, list of z per leap]."""
+    with (γ_lift, γ_land) = ``gamma_inject``. ``target`` must be labels in [0, ``n_classes``) (by default
+    the flow's own class count, where its owner records one). Returns (x_CE, z_CE, y_final)
+    [, list of z per leap]."""
     if not torch.is_tensor(x) or x.ndim != 2:
         raise ValueError(f"x must be a (B, D) tensor, got {type(x).__name__} {getattr(x, 'shape', '')}")
     if not callable(classifier):
         raise TypeError(f"classifier must be callable, got {type(classifier).__name__}")
-    target = _check_labels(target, len(x), "target", n_classes)
+    target = _check_labels(target, len(x), "target", n_classes or _flow_classes(velocity))
     if not 0 < gamma_blend <= 1:
         raise ValueError(f"gamma_blend must be in (0, 1], got {gamma_blend}")
     for name, n in (("n_blend", n_blend), ("n_inject", n_inject)):
