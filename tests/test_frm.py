@@ -157,3 +157,20 @@ def test_frm_learns_from_noisy_labels_smoke():
     assert p[biased == 1].mean() + 0.2 < p[biased == 0].mean()
     with pytest.raises(ValueError, match="z must be"):
         frm.train_frm(z[:10], weak[:5])
+
+
+# ---------------------------------------------------------------- choosing tau on a validation split
+def test_choose_tau_rule():
+    # group 1's negative case (row 2) is a "yes" only through two low-scoring chains
+    answers = np.array([[0, 0, 0], [1, 1, 1], [1, 1, 0], [1, 1, 1]])
+    scores = np.array([[0.0] * 3, [0.0] * 3, [0.0, 0.0, 1.0], [0.0] * 3])
+    y, group = np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1])
+    assert frm.choose_tau(y, answers, scores, group, [10.0, 0.1]) == 0.1
+    # equal scores: every tau is the majority vote, the tie goes to the largest tau
+    assert frm.choose_tau(y, answers, np.zeros((4, 3)), group, [0.1, 10.0, 1.0]) == 10.0
+    with pytest.raises(ValueError, match="taus"):
+        frm.choose_tau(y, answers, scores, group, [])
+    with pytest.raises(ValueError, match="taus"):
+        frm.choose_tau(y, answers, scores, group, [0.1, -1.0])
+    with pytest.raises(ValueError, match="max_acc_drop"):
+        frm.choose_tau(y, answers, scores, group, [0.1], max_acc_drop=1.5)

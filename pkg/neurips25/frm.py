@@ -15,6 +15,7 @@ answers with a temperature-weighted vote. Here every part of that pipeline runs 
 * ``chain_scores`` and ``weighted_vote``: the chain score $s_k$ and the vote (Sec. 3 of the paper),
   plain functions because they have nothing to learn.
 * ``fairness_report``: accuracy, TPR/FPR gaps, equalized odds, equal opportunity, demographic parity.
+* ``choose_tau``: the temperature rule, applied on a validation split (never on the test cases).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ __all__ = [
     "make_records", "risk_score", "record_prompt", "render", "reference_chain", "chain_corpus", "parse_chain",
     "is_biased_step", "source_steps", "source_chains", "weak_labels", "minilm_path", "StepEncoder",
     "FairnessRewardModel", "train_frm", "chain_scores", "weighted_vote", "majority_vote",
-    "fairness_report",
+    "fairness_report", "choose_tau",
 ]
 
 GROUPS = ("a", "b")
@@ -374,9 +375,9 @@ def fairness_report(y, y_hat, group) -> dict[str, float]:
 
 
 # --------------------------------------------------------------------------- the whole pipeline
-CONFIG = dict(n_train=3000, n_test=160, K=32, temperature=0.8, bias_rate=(0.1, 0.6), lm_steps=200,
-              n_layer=1, n_embd=64, n_source=1500, noise=0.25, frm_epochs=15, taus=(0.8, 0.4, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005),
-              tau_star=0.02)
+CONFIG = dict(n_train=3000, n_val=200, n_test=400, K=32, temperature=0.8, bias_rate=(0.1, 0.6), lm_steps=200,
+              n_layer=1, n_embd=64, n_source=1500, noise=0.25, frm_epochs=15,
+              taus=(0.8, 0.4, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005), paper_tau=0.2, max_acc_drop=0.03)
 
 
 def sample_chains(model, tok, rec, K: int, temperature: float, fair: bool = False, seed: int = 0):
@@ -396,13 +397,58 @@ def single_chain_report(y, answers, group) -> dict[str, float]:
     return {key: float(np.mean([r[key] for r in reps])) for key in reps[0]}
 
 
-def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder | None = None) -> dict:
-    """The whole simulation for one seed: records → chain generator (tiny LM) → K chains per case →
-    FRM (process) and ORM (outcome) trained on the weakly labelled source domain → votes.
+def choose_tau(y, answers, scores, group, taus: Sequence[float], max_acc_drop: float = 0.03) -> float:
+    """The validation rule for the temperature: among ``taus``, the one with the smallest
+    equalized-odds difference whose accuracy is at least Maj@K's minus ``max_acc_drop``
+    ("at maintained accuracy"); ties go to the larger τ (the gentler reweighting). Use it on a
+    validation split, never on the cases the result is reported on."""
+    taus = [float(t) for t in taus]
+    if not taus or not all(t > 0 for t in taus):
+        raise ValueError(f"taus must be a non-empty list of positive numbers, got {taus!r}")
+    if not 0 <= max_acc_drop < 1:
+        raise ValueError(f"max_acc_drop must be in [0, 1), got {max_acc_drop!r}")
+    floor = fairness_report(y, majority_vote(answers), group)["accuracy"] - max_acc_drop
+    best = None
+    for t in sorted(taus, reverse=True):
+        r = fairness_report(y, weighted_vote(answers, scores, t), group)
+        if r["accuracy"] >= floor - 1e-12 and (best is None or r["eo_diff"] < best[1] - 1e-12):
+            best = (t, r["eo_diff"])
+    return best[0] if best is not None else max(taus)
 
-    Returns ``metrics`` (a ``fairness_report`` per method), ``step_auc`` (FRM step scores vs the true
-    target labels), ``chain_auc`` (chain scores of FRM and ORM, unbiased vs biased chains), ``bias_rate`` (share of sampled chains with a biased step, per group) and
-    ``objects`` (everything built on the way, for plots and widgets).
+
+def _logmean_scores(steps, step_score: dict, shape) -> np.ndarray:
+    return chain_scores([np.array([step_score[t] for t in c]) for c in steps], "logmean").reshape(shape)
+
+
+def _score_diagnostics(p: dict, steps, answers, chain_biased, y, g, tau: float) -> dict:
+    """How far a chain-scoring model separates biased from clean target chains, and what that does at
+    ``tau``: mean step score of truly biased / unbiased distinct steps, the mean chain-score gap
+    Δs (clean − biased chains), the implied weight ratio exp(−Δs/τ), and the vote's report."""
+    distinct = sorted(p)
+    truth = np.array([is_biased_step(s) for s in distinct])
+    score = np.array([p[s] for s in distinct])
+    s = _logmean_scores(steps, p, answers.shape)
+    ok = answers >= 0
+    ds = float(s[ok & ~chain_biased].mean() - s[ok & chain_biased].mean())
+    r = fairness_report(y, weighted_vote(answers, s, tau), g)
+    return dict(score_unbiased=float(score[~truth].mean()), score_biased=float(score[truth].mean()),
+                delta_s=ds, weight_ratio=float(math.exp(-ds / tau)), eo_diff=r["eo_diff"],
+                fpr_gap=r["fpr_gap"], accuracy=r["accuracy"])
+
+
+def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder | None = None) -> dict:
+    """The whole simulation for one seed: records → chain generator (tiny LM) → K chains per case
+    (validation and test cases) → FRM (process) and ORM (outcome) trained on the weakly labelled
+    source domain → votes.
+
+    The temperature of each reward model is chosen on the *validation* cases with ``choose_tau`` and
+    reported on the test cases. Returns ``metrics`` (a ``fairness_report`` per method, test cases),
+    ``tau_star`` (the validation choice per model), ``step_auc`` (FRM step scores vs the true target
+    labels), ``chain_auc`` (chain scores of FRM and ORM, unbiased vs biased chains), ``bias_rate``
+    (share of sampled chains with a biased step, per group), ``diagnostics`` (the score-squeeze
+    ablation at the paper's τ: the FRM trained with 25% and with 0% label noise, and one trained on
+    weakly labelled *target* steps, see ``_score_diagnostics``) and ``objects`` (everything built on
+    the way, for plots and widgets).
     """
     from sklearn.metrics import roc_auc_score
 
@@ -410,47 +456,78 @@ def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder 
 
     cfg = {**CONFIG, **(cfg or {})}
     train, test = make_records(cfg["n_train"], seed), make_records(cfg["n_test"], seed + 10_000)
+    val = make_records(cfg["n_val"], seed + 20_000)
     pairs = chain_corpus(train, seed, cfg["bias_rate"])
     tok = build_tokenizer("word", [p + c for p, c in pairs])
     lm = tiny_model(tok, n_layer=cfg["n_layer"], n_embd=cfg["n_embd"], n_head=4, n_positions=48, seed=seed)
     train_lm(lm, tok, pairs, steps=cfg["lm_steps"], lr=1e-2, batch_size=32, mask="answer", seed=seed)
     _, ans, steps = sample_chains(lm, tok, test, cfg["K"], cfg["temperature"], seed=seed)
     _, ans_fair, _ = sample_chains(lm, tok, test, cfg["K"], cfg["temperature"], fair=True, seed=seed)
+    _, ans_val, steps_val = sample_chains(lm, tok, val, cfg["K"], cfg["temperature"], seed=seed + 1)
 
     enc = encoder or StepEncoder()
     src, y_src = source_steps(cfg["n_source"], seed)
-    prm = train_frm(enc(src), weak_labels(y_src, cfg["noise"], seed), epochs=cfg["frm_epochs"],
+    z_src = enc(src)
+    prm = train_frm(z_src, weak_labels(y_src, cfg["noise"], seed), epochs=cfg["frm_epochs"],
                     batch_size=128, seed=seed)
     chains, y_chain = source_chains(src, y_src, seed=seed)
     z_chain = torch.stack([enc(c).mean(0) for c in chains])
     orm = train_frm(z_chain, weak_labels(y_chain, cfg["noise"], seed + 1), epochs=3 * cfg["frm_epochs"],
                     batch_size=64, seed=seed)
 
-    distinct = sorted({s for c in steps for s in c})
+    distinct = sorted({s for c in steps + steps_val for s in c})
     z = enc(distinct)
     p = dict(zip(distinct, prm.step_scores(z).numpy()))
     truth = np.array([is_biased_step(s) for s in distinct])
     n, K = ans.shape
-    s_prm = chain_scores([np.array([p[t] for t in c]) for c in steps], "logmean").reshape(n, K)
-    zc = torch.stack([enc(c).mean(0) if c else torch.zeros(enc.dim) for c in steps])
-    s_orm = np.log(orm.step_scores(zc).numpy().clip(1e-12)).reshape(n, K)
+    s_prm, s_prm_val = _logmean_scores(steps, p, ans.shape), _logmean_scores(steps_val, p, ans_val.shape)
+
+    def orm_scores(chain_steps, shape):
+        zc = torch.stack([enc(c).mean(0) if c else torch.zeros(enc.dim) for c in chain_steps])
+        return np.log(orm.step_scores(zc).numpy().clip(1e-12)).reshape(shape)
+
+    s_orm, s_orm_val = orm_scores(steps, ans.shape), orm_scores(steps_val, ans_val.shape)
     chain_biased = np.array([any(is_biased_step(t) for t in c) for c in steps]).reshape(n, K)
 
     y, g = test["y"], test["group"]
+    taus = [float(t) for t in cfg["taus"]]
+    tau_star = {name: choose_tau(val["y"], ans_val, s_val, val["group"], taus, cfg["max_acc_drop"])
+                for name, s_val in (("prm", s_prm_val), ("orm", s_orm_val))}
     m = {"CoT@1": single_chain_report(y, ans, g),
          "Maj@32": fairness_report(y, majority_vote(ans), g),
          "fair prompt Maj@32": fairness_report(y, majority_vote(ans_fair), g)}
-    for tau in cfg["taus"]:
+    for tau in taus:
         m[f"FRM tau={tau}"] = fairness_report(y, weighted_vote(ans, s_prm, tau), g)
-    m[f"ORM tau={cfg['tau_star']}"] = fairness_report(y, weighted_vote(ans, s_orm, cfg["tau_star"]), g)
+    for tau in taus:
+        m[f"ORM tau={tau}"] = fairness_report(y, weighted_vote(ans, s_orm, tau), g)
+    m["FRM tau*"] = m[f"FRM tau={tau_star['prm']}"]
+    m["ORM tau*"] = m[f"ORM tau={tau_star['orm']}"]
     m["oracle filter"] = fairness_report(y, majority_vote(np.where(chain_biased, -1, ans)), g)
-    objects = dict(train=train, test=test, pairs=pairs, tok=tok, lm=lm, answers=ans, answers_fair=ans_fair,
-                   steps=steps, step_score=p, s_prm=s_prm, s_orm=s_orm, chain_biased=chain_biased, prm=prm,
-                   orm=orm, source=(src, y_src), distinct=distinct, encoder=enc)
+
+    # the score-squeeze ablation at the paper's tau: is it the label noise, or the domain transfer?
+    tau_p = float(cfg["paper_tau"])
+    diag = {"FRM (source, 25% noise)": _score_diagnostics(p, steps, ans, chain_biased, y, g, tau_p)}
+    clean = train_frm(z_src, y_src, epochs=cfg["frm_epochs"], batch_size=128, seed=seed)
+    diag["FRM (source, no noise)"] = _score_diagnostics(
+        dict(zip(distinct, clean.step_scores(z).numpy())), steps, ans, chain_biased, y, g, tau_p)
+    rng = np.random.default_rng(seed + 2)
+    tgt = [t for _, c in pairs for t in parse_chain(c)[0]]
+    tgt = [tgt[i] for i in rng.choice(len(tgt), min(cfg["n_source"], len(tgt)), replace=False)]
+    y_tgt = np.array([is_biased_step(t) for t in tgt], dtype=int)
+    in_dom = train_frm(enc(tgt), weak_labels(y_tgt, cfg["noise"], seed), epochs=cfg["frm_epochs"],
+                       batch_size=128, seed=seed)
+    diag["FRM (target, 25% noise)"] = _score_diagnostics(
+        dict(zip(distinct, in_dom.step_scores(z).numpy())), steps, ans, chain_biased, y, g, tau_p)
+
+    objects = dict(train=train, val=val, test=test, pairs=pairs, tok=tok, lm=lm, answers=ans,
+                   answers_fair=ans_fair, answers_val=ans_val, steps=steps, step_score=p, s_prm=s_prm,
+                   s_orm=s_orm, chain_biased=chain_biased, prm=prm, orm=orm, source=(src, y_src),
+                   distinct=distinct, encoder=enc)
     ok = ans >= 0  # chain-level ranking: unbiased (positive) vs biased chains
     chain_auc = {k: float(roc_auc_score(~chain_biased[ok], v[ok])) for k, v in (("prm", s_prm), ("orm", s_orm))}
-    return dict(metrics=m, step_auc=float(roc_auc_score(~truth, [p[t] for t in distinct])), chain_auc=chain_auc,
-                bias_rate=[float(chain_biased[g == k].mean()) for k in (0, 1)], objects=objects)
+    return dict(metrics=m, tau_star=tau_star, step_auc=float(roc_auc_score(~truth, [p[t] for t in distinct])),
+                chain_auc=chain_auc, bias_rate=[float(chain_biased[g == k].mean()) for k in (0, 1)],
+                diagnostics=diag, objects=objects)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
