@@ -15,7 +15,16 @@ from .data import (
     nmi,
     purity,
 )
-from .experiments import ABLATIONS, BASELINES, DEFAULTS, METHODS, run_grid, run_method
+from .experiments import (
+    ABLATIONS,
+    BASELINES,
+    CONFIRM_METHODS,
+    DEFAULTS,
+    L2_LAM1,
+    METHODS,
+    run_grid,
+    run_method,
+)
 from .solver import GUITAR, knn_cosine_graph, normalized_laplacian, preprocess, spectral_labels
 from .tensor import (
     RANK_SURROGATES,
@@ -31,7 +40,7 @@ from .tensor import (
 
 __all__ = [
     "apmc", "concat_kmeans", "normalise_views", "single_view_kmeans",
-    "ABLATIONS", "BASELINES", "DEFAULTS", "METHODS", "run_grid", "run_method",
+    "ABLATIONS", "BASELINES", "CONFIRM_METHODS", "DEFAULTS", "L2_LAM1", "METHODS", "run_grid", "run_method",
     "VIEW_NAMES", "check_views", "clustering_accuracy", "clustering_scores", "missing_masks",
     "multiview_digits", "nmi", "purity", "GUITAR", "knn_cosine_graph", "normalized_laplacian",
     "preprocess", "spectral_labels", "RANK_SURROGATES", "rank_surrogate", "rank_surrogate_grad", "shrink",

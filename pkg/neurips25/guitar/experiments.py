@@ -15,17 +15,27 @@ from .baselines import apmc, concat_kmeans, single_view_kmeans
 from .data import clustering_scores, missing_masks, multiview_digits
 from .solver import GUITAR
 
-__all__ = ["ABLATIONS", "BASELINES", "METHODS", "DEFAULTS", "run_method", "run_grid", "main"]
+__all__ = ["ABLATIONS", "BASELINES", "METHODS", "DEFAULTS", "L2_LAM1", "CONFIRM_METHODS", "run_method",
+           "run_grid", "main"]
+
+# lam1 for the Frobenius-noise ablation, retuned for it: the best of lam1 in {1e-3, 1e-2, 1e-1, 1, 10}
+# by ACC on one tuning instance (n = 500, missing rate 0.5, seed 0): 0.23 / 0.68 / 0.66 / 0.69 / 0.66.
+# GRN's lam1 = 1e-3 is far too weak for a fixed Sigma = I (the noise term swallows the residual).
+L2_LAM1 = 1.0
 
 # GUITAR variants: the keyword changes relative to the full model.
 ABLATIONS = {
     "GUITAR": {},
     "GUITAR (nuclear norm)": {"rank": "nuclear"},
     "GUITAR (no manifold)": {"lam2": 0.0, "lam3": 0.0},
-    "GUITAR (l2 noise)": {"noise": "l2"},
+    "GUITAR (l2 noise, GRN's λ1)": {"noise": "l2"},
+    "GUITAR (l2 noise, tuned λ1)": {"noise": "l2", "lam1": L2_LAM1},
 }
 BASELINES = ("Best single view", "Concat + k-means", "APMC")
 METHODS = tuple(ABLATIONS) + BASELINES
+# Held-out seeds (3-5) for the one observation made after seeing seeds 0-2 (GUITAR's lead over APMC
+# grows with the missing rate): only these two methods are rerun there.
+CONFIRM_METHODS = ("GUITAR", "APMC")
 # Small-scale settings shared by the notebook and the stored grid. mu and rho grow by 1.3 per
 # iteration (the official code: 1.2 over 200 iterations) so ADMM converges within 100 iterations.
 DEFAULTS = {"n": 500, "max_iter": 100, "eta": 1.3}
@@ -79,13 +89,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--rates", type=float, nargs="+", default=[0.1, 0.3, 0.5])
     p.add_argument("--n", type=int, default=DEFAULTS["n"])
     p.add_argument("--max-iter", type=int, default=DEFAULTS["max_iter"])
+    p.add_argument("--confirm-seeds", type=int, nargs="*", default=[3, 4, 5])
     p.add_argument("--no-save", action="store_true")
     a = p.parse_args(argv)
     rows = run_grid(rates=a.rates, seeds=a.seeds, n=a.n, max_iter=a.max_iter)
-    for r in rows:
+    confirm = run_grid(CONFIRM_METHODS, rates=a.rates, seeds=a.confirm_seeds, n=a.n, max_iter=a.max_iter)
+    for r in rows + confirm:
         print(f"{r['method']:24s} rate={r['rate']:.1f} seed={r['seed']} ACC={r['ACC']:.3f} "
               f"NMI={r['NMI']:.3f} purity={r['purity']:.3f}", flush=True)
     if not a.no_save:
         cmd = "python -m neurips25.guitar " + " ".join(argv if argv is not None else sys.argv[1:])
-        data = {"rows": rows, "n": a.n, "max_iter": a.max_iter, "eta": DEFAULTS["eta"]}
+        data = {"rows": rows, "confirm_rows": confirm, "n": a.n, "max_iter": a.max_iter,
+                "eta": DEFAULTS["eta"], "l2_lam1": L2_LAM1}
         print(save_results("guitar", data, command=cmd.strip(), seed=a.seeds[0]))
