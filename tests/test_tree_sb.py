@@ -61,13 +61,12 @@ def test_single_edge_is_ordinary_bridge_matching():
     torch.manual_seed(1)
     loss = m.loss(y)
     torch.manual_seed(1)
-    t = torch.rand(128) * 0.99
-    x0 = torch.cat([y[:, 0], y[:, 1]])
-    x1 = torch.cat([y[:, 1], y[:, 0]])
-    xt = brownian_bridge(x0, x1, t, 0.3)
-    code = torch.tensor([0] * 64 + [1] * 64)
-    pred = m.net(torch.cat([xt, torch.nn.functional.one_hot(code, 2).float()], 1), t)
-    ref = ((pred - (x1 - xt) / (1 - t[:, None])) ** 2).sum(1).mean()
+    t = torch.rand(2, 64) * 0.99
+    x0 = torch.stack([y[:, 0], y[:, 1]])  # network 0: 0 → 1, network 1: 1 → 0
+    x1 = torch.stack([y[:, 1], y[:, 0]])
+    xt = brownian_bridge(x0.reshape(-1, 2), x1.reshape(-1, 2), t.reshape(-1), 0.3).reshape(2, 64, 2)
+    pred = m.net(xt, t)
+    ref = ((pred - (x1 - xt) / (1 - t[..., None])) ** 2).sum(-1).mean()
     assert torch.allclose(loss, ref, atol=1e-6)
 
 
@@ -155,3 +154,36 @@ def test_tree_dsbm_smoke():
     Y = simulate_tree(model, 1, data[0], n_steps=5)
     assert Y.shape == (256, 3, 1) and torch.isfinite(Y).all()
     assert torch.equal(Y[:, 1], data[0])
+
+
+def test_edge_drifts_are_separate_networks():
+    from neurips25.tree_sb.matching import EdgeDrifts
+
+    torch.manual_seed(0)
+    net = EdgeDrifts(4, dim=3, hidden=(8, 8))
+    x, t = torch.randn(4, 5, 3), torch.rand(4, 5)
+    out = net(x, t)
+    assert out.shape == (4, 5, 3)
+    for c in range(4):  # network c only sees its own weights
+        assert torch.allclose(net.drift(x[c], t[c], c), out[c], atol=1e-6)
+    with torch.no_grad():
+        for W in net.W:
+            W[2].add_(1.0)
+    out2 = net(x, t)
+    assert torch.allclose(out2[[0, 1, 3]], out[[0, 1, 3]]) and not torch.allclose(out2[2], out[2])
+    with pytest.raises(ValueError, match="x must have shape"):
+        net(torch.randn(3, 5, 3), torch.rand(3, 5))
+
+
+def test_ema_tracks_weights():
+    tree = star_tree([0.5, 0.5], 0.3)
+    m = TreeBridgeMatching(3, tree.edges, tree.lengths, tree.observed, 0.3, dim=1, hidden=(8,), ema_decay=0.5)
+    with torch.no_grad():
+        for p in m.net.parameters():
+            p.add_(1.0)
+    before = [p.clone() for p in m.ema.parameters()]
+    m.on_train_batch_end(None, None, 0)
+    for pe, p, b in zip(m.ema.parameters(), m.net.parameters(), before):
+        assert torch.allclose(pe, 0.5 * b + 0.5 * p)
+    with pytest.raises(ValueError, match="ema_decay"):
+        TreeBridgeMatching(3, tree.edges, tree.lengths, tree.observed, 0.3, dim=1, ema_decay=1.0)

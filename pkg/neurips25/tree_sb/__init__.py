@@ -10,7 +10,7 @@ on the observed vertices S are μ_i; its static form is multi-marginal entropic 
 
 Contents: the ``Tree`` description and its Laplacian conditional (Eq. 12), Brownian bridges,
 closed forms for Gaussians (fixed-point and exact entropic TreeSB), a Lightning module that
-bridge-matches every edge in both directions at once (Eq. 15), the simulation leaf → root →
+bridge-matches every edge in both directions at once, one network per directed edge (Eq. 15), the simulation leaf → root →
 leaves and the TreeIMF loop (Alg. 2), and the BW2²-UVP metric.
 
 Modules: ``tree``, ``gaussian`` (closed forms, metrics), ``matching`` (Lightning, TreeIMF),
@@ -33,6 +33,7 @@ from .gaussian import (
     grid_multimarginal_sinkhorn,
 )
 from .matching import (
+    EdgeDrifts,
     TreeBridgeMatching,
     pot_free_support_barycenter,
     simulate_tree,
@@ -43,7 +44,7 @@ from .tree import Tree, brownian_bridge, star_tree
 
 __all__ = [
     "Tree", "star_tree", "brownian_bridge", "gaussian_fixed_point_barycenter", "gaussian_tree_sb",
-    "grid_multimarginal_sinkhorn", "bw2", "bw2_uvp", "TreeBridgeMatching", "simulate_tree",
+    "grid_multimarginal_sinkhorn", "bw2", "bw2_uvp", "EdgeDrifts", "TreeBridgeMatching", "simulate_tree",
     "tree_dsbm", "sinkhorn_divergence", "h_tree", "gaussian_problem", "independent_reference", "run_gaussian",
     "CONFIGS", "run_config", "pot_free_support_barycenter", "main",
 ]

@@ -1,66 +1,113 @@
 """Bridge matching on every edge (Eq. 15), simulation leaf → root → leaves, TreeIMF (Alg. 2)."""
 from __future__ import annotations
 
+import copy
 from typing import Sequence
 
 import numpy as np
 import torch
 
-from ..nn import TimeConditionedMLP
+from ..nn import SinusoidalTimeEmbedding
 from ..runtime import lightning_module
 from .tree import Tree, brownian_bridge
 
 # --- bridge matching on every edge (Eq. 15) ----------------------------------------------------
 
+class EdgeDrifts(torch.nn.Module):
+    """One MLP v_θ^c(x, t) per directed edge c, as in the paper: ``n_nets`` networks with separate
+    weights, evaluated together by batched matrix products (one ``baddbmm`` per layer).
+
+    ``forward(x, t)`` takes x (C, N, d) and t (C, N) for all C = ``n_nets`` networks at once;
+    ``drift(x, t, code)`` evaluates network ``code`` on x (N, d).
+    """
+
+    def __init__(self, n_nets: int, dim: int, hidden: Sequence[int] = (64, 64, 64), time_dim: int = 16):
+        super().__init__()
+        if not isinstance(n_nets, int) or n_nets < 1:
+            raise ValueError(f"n_nets must be a positive int, got {n_nets!r}")
+        self.embed = SinusoidalTimeEmbedding(time_dim)
+        sizes = [dim + time_dim, *hidden, dim]
+        self.W = torch.nn.ParameterList()
+        self.b = torch.nn.ParameterList()
+        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):  # nn.Linear's default initialisation
+            bound = 1 / np.sqrt(fan_in)
+            self.W.append(torch.nn.Parameter(torch.empty(n_nets, fan_in, fan_out).uniform_(-bound, bound)))
+            self.b.append(torch.nn.Parameter(torch.empty(n_nets, 1, fan_out).uniform_(-bound, bound)))
+        self.n_nets, self.dim = n_nets, dim
+
+    def _run(self, x: torch.Tensor, t: torch.Tensor, idx) -> torch.Tensor:
+        C, N, _ = x.shape
+        h = torch.cat([x, self.embed(t.reshape(-1)).to(x.dtype).reshape(C, N, -1)], dim=-1)
+        for k, (W, b) in enumerate(zip(self.W, self.b)):
+            h = torch.baddbmm(b[idx], h, W[idx])
+            if k < len(self.W) - 1:
+                h = torch.nn.functional.silu(h)
+        return h
+
+    def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        if x.ndim != 3 or x.shape[0] != self.n_nets or x.shape[2] != self.dim:
+            raise ValueError(f"x must have shape ({self.n_nets}, N, {self.dim}), got {tuple(x.shape)}")
+        return self._run(x, t, slice(None))
+
+    def drift(self, x: torch.Tensor, t: torch.Tensor, code: int) -> torch.Tensor:
+        return self._run(x[None], t.reshape(1, -1), slice(code, code + 1))[0]
 
 
 class TreeBridgeMatching(lightning_module()):
-    """Drifts v_θ(x, t; e, direction) for all edges and both directions, in one network.
+    """Drifts v_θ^e(x, t) for every edge e and both directions: one network per directed edge.
 
     A batch holds observed vertices only; ``training_step`` performs the reciprocal projection on
     the fly (Laplacian conditional for Y_U, then a Brownian bridge per edge) and regresses the
-    bridge drift (x_1 − x_t)/(1 − t) of every directed edge at once.
+    bridge drift (x_1 − x_t)/(1 − t) of every directed edge at once. An exponential moving average
+    (EMA, ``ema_decay``) of the weights is kept and used for simulation, as in the paper's code.
     """
 
     def __init__(self, n_vertices: int, edges, lengths, observed, sigma: float, dim: int = 2,
-                 hidden: Sequence[int] = (128, 128, 128), lr: float = 5e-3, t_max: float = 0.99):
+                 hidden: Sequence[int] = (64, 64, 64), lr: float = 5e-3, t_max: float = 0.99,
+                 ema_decay: float = 0.99):
         super().__init__()
+        if not 0 <= ema_decay < 1:
+            raise ValueError(f"ema_decay must lie in [0, 1), got {ema_decay!r}")
         self.save_hyperparameters()
         self.tree = Tree(n_vertices, edges, lengths, observed, sigma)
         self.n_codes = 2 * len(self.tree.edges)
-        self.net = TimeConditionedMLP(dim + self.n_codes, tuple(hidden), out_dim=dim)
+        self.net = EdgeDrifts(self.n_codes, dim, tuple(hidden))
+        self.ema = copy.deepcopy(self.net).requires_grad_(False)
         self.register_buffer("sig_e", torch.tensor(self.tree.edge_sigma(), dtype=torch.float32), persistent=False)
 
-    def drift(self, x: torch.Tensor, t, code: int) -> torch.Tensor:
-        onehot = torch.zeros(x.shape[0], self.n_codes, dtype=x.dtype, device=x.device)
-        onehot[:, code] = 1
-        return self.net(torch.cat([x, onehot], dim=1), t)
+    def drift(self, x: torch.Tensor, t, code: int, ema: bool = True) -> torch.Tensor:
+        """Drift of directed edge ``code`` (2k: edge k as listed, 2k+1: reversed) at x (N, d), t (N,)."""
+        return (self.ema if ema else self.net).drift(x, t, code)
 
     def loss(self, y_obs: torch.Tensor) -> torch.Tensor:
         Y = self.tree.sample_unobserved(y_obs)  # reciprocal projection: Y_U | Y_S
-        N = Y.shape[0]
         src = [u for (u, v) in self.tree.edges] + [v for (u, v) in self.tree.edges]
         dst = [v for (u, v) in self.tree.edges] + [u for (u, v) in self.tree.edges]
         codes = [2 * k for k in range(len(self.tree.edges))] + [2 * k + 1 for k in range(len(self.tree.edges))]
-        x0 = Y[:, src].transpose(0, 1).reshape(-1, Y.shape[2])
-        x1 = Y[:, dst].transpose(0, 1).reshape(-1, Y.shape[2])
-        code = torch.tensor(codes, device=Y.device).repeat_interleave(N)
-        sig = self.sig_e[code // 2]
-        t = torch.rand(x0.shape[0], device=Y.device) * self.hparams.t_max
-        xt = brownian_bridge(x0, x1, t, sig)
-        target = (x1 - xt) / (1 - t[:, None])
-        onehot = torch.nn.functional.one_hot(code, self.n_codes).to(Y.dtype)
-        pred = self.net(torch.cat([xt, onehot], dim=1), t)
-        return ((pred - target) ** 2).sum(1).mean()
+        order = np.argsort(codes)  # network c sees directed edge c
+        x0 = Y[:, [src[i] for i in order]].transpose(0, 1)  # (C, N, d)
+        x1 = Y[:, [dst[i] for i in order]].transpose(0, 1)
+        C, N, d = x0.shape
+        t = torch.rand(C, N, device=Y.device) * self.hparams.t_max
+        sig = self.sig_e[torch.arange(C, device=Y.device) // 2].repeat_interleave(N)
+        xt = brownian_bridge(x0.reshape(-1, d), x1.reshape(-1, d), t.reshape(-1), sig).reshape(C, N, d)
+        target = (x1 - xt) / (1 - t[..., None])
+        return ((self.net(xt, t) - target) ** 2).sum(-1).mean()
 
     def training_step(self, batch, batch_idx):
         loss = self.loss(batch[0])
         self.log("train_loss", loss)
         return loss
 
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        with torch.no_grad():
+            a = self.hparams.ema_decay
+            for pe, p in zip(self.ema.parameters(), self.net.parameters()):
+                pe.mul_(a).add_(p.detach(), alpha=1 - a)
+
     def configure_optimizers(self):
         # Cosine decay within each IMF iteration: the late small steps average out the bridge noise.
-        opt = torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+        opt = torch.optim.Adam(self.net.parameters(), lr=self.hparams.lr)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, self.trainer.max_steps))
         return [opt], [{"scheduler": sched, "interval": "step"}]
 
@@ -91,14 +138,14 @@ def simulate_tree(model: TreeBridgeMatching, start: int, y_start: torch.Tensor, 
 
 
 def tree_dsbm(tree: Tree, data: Sequence[torch.Tensor], n_iter: int = 3, steps: int = 300, batch_size: int = 256,
-              hidden: Sequence[int] = (128, 128, 128), lr: float = 5e-3, n_steps: int = 50,
-              start: int | None = None, callback=None) -> TreeBridgeMatching:
+              hidden: Sequence[int] = (64, 64, 64), lr: float = 5e-3, n_steps: int = 50,
+              start: int | None = None, callback=None, ema_decay: float = 0.99) -> TreeBridgeMatching:
     """TreeIMF with bridge matching (Alg. 2): alternate reciprocal and per-edge Markovian projections.
 
     ``data[i]`` are samples of μ at ``tree.observed[i]`` (equal sizes). Iteration 1 trains on the
     independent coupling; each later one on the coupling simulated from ``start`` (default: the
     observed vertices in turn), whose unobserved vertices are re-drawn from Q_{U|S} in training.
-    The network is warm-started across iterations. ``callback(it, model)`` runs after each.
+    The networks (and their EMA) are warm-started across iterations. ``callback(it, model)`` runs after each.
     """
     from ..runtime import make_trainer
 
@@ -107,7 +154,8 @@ def tree_dsbm(tree: Tree, data: Sequence[torch.Tensor], n_iter: int = 3, steps: 
     N, d = data[0].shape
     if any(x.shape != (N, d) for x in data):
         raise ValueError(f"data tensors must all have shape ({N}, {d})")
-    model = TreeBridgeMatching(tree.n_vertices, tree.edges, tree.lengths, tree.observed, tree.sigma, d, hidden, lr)
+    model = TreeBridgeMatching(tree.n_vertices, tree.edges, tree.lengths, tree.observed, tree.sigma, d, hidden, lr,
+                               ema_decay=ema_decay)
     # Independent coupling: shuffle each marginal separately.
     coupling = torch.stack([x[torch.randperm(N)] for x in data], dim=1).float()
     for it in range(1, n_iter + 1):
