@@ -157,3 +157,42 @@ def test_bridge_matching_smoke_training():
     make_trainer(2).fit(model, loader)
     out = euler_maruyama(model, X[:10], 0.5, tau=0.9, n_steps=10, predict_endpoint=True)
     assert out.shape == (10, 2) and torch.isfinite(out).all()
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(ns=[20], trials=0), "trials must be a positive int"),
+    (dict(ns=[20], trials=1.5), "trials must be a positive int"),
+    (dict(ns=[], trials=2), "ns must be a non-empty sequence"),
+    (dict(ns=[1], trials=2), "ns must hold ints >= 2"),
+    (dict(ns=[20, 30], trials=2, ms=[20]), "ms and ns must have the same length"),
+    (dict(ns=[20], trials=2, eps=0.0), "eps"),
+])
+def test_statistical_sweep_validates_its_arguments(kwargs, match):
+    from neurips25.sinkhorn_bridge import statistical_sweep
+
+    with pytest.raises(ValueError, match=match):
+        statistical_sweep(**kwargs)
+
+
+def test_statistical_sweep_two_sample_sizes():
+    from neurips25.sinkhorn_bridge import statistical_sweep
+
+    out = statistical_sweep([40, 40], trials=2, ms=[10, 40], n_t=3, n_mc=200)
+    assert out["m"] == [10, 40] and out["n"] == [40, 40]
+    err = np.array(out["err"])
+    assert err.shape == (2, 2) and np.isfinite(err).all()
+    assert err[0].mean() > err[1].mean()  # fewer source samples, larger error
+    # m = n keeps the seeding of the m = n sweep (the stored results stay reproducible)
+    same = statistical_sweep([40], trials=2, n_t=3, n_mc=200)
+    assert np.allclose(same["err"][0], err[1])
+
+
+def test_neural_k_sweep_validates_its_arguments():
+    from neurips25.sinkhorn_bridge import neural_k_sweep
+
+    with pytest.raises(ValueError, match="steps must be a positive int"):
+        neural_k_sweep(steps=0)
+    with pytest.raises(ValueError, match="n_eval must lie in"):
+        neural_k_sweep(n=64, n_eval=100)
+    with pytest.raises(ValueError, match="eps"):
+        neural_k_sweep(eps=-0.1)

@@ -30,7 +30,7 @@ from .runtime import lightning_module
 __all__ = [
     "sinkhorn_potentials", "sinkhorn_coupling", "sinkhorn_drift", "SinkhornBridge",
     "euler_maruyama", "GaussianSB", "integrated_drift_error", "bridge_matching_loss",
-    "BridgeMatching", "coupling_pairs", "sinkhorn_divergence", "statistical_sweep",
+    "BridgeMatching", "coupling_pairs", "sinkhorn_divergence", "statistical_sweep", "neural_k_sweep",
 ]
 
 Drift = Callable[[torch.Tensor, float], torch.Tensor]
@@ -368,43 +368,157 @@ def sinkhorn_divergence(A: torch.Tensor, B: torch.Tensor, reg: float = 0.05) -> 
     return float(ot.bregman.empirical_sinkhorn_divergence(a, b, reg, numIterMax=5000, warn=False))
 
 
-# --- the statistical-rate sweep (stored results) -----------------------------------------------
+# --- sweeps behind the stored results ----------------------------------------------------------
+
+def _check_sizes(v, name: str) -> list[int]:
+    if isinstance(v, (int, np.integer)) or not hasattr(v, "__len__") or len(v) == 0:
+        raise ValueError(f"{name} must be a non-empty sequence of sample sizes, got {v!r}")
+    out = []
+    for x in v:
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 2:
+            raise ValueError(f"{name} must hold ints >= 2, got {x!r}")
+        out.append(int(x))
+    return out
+
 
 def statistical_sweep(ns: Sequence[int], trials: int, eps: float = 0.25, d: int = 3, tau: float = 0.9,
-                      n_t: int = 12, n_mc: int = 1000, seed: int = 0) -> dict:
-    """Integrated drift error of the converged Sinkhorn bridge (k = ∞) against the exact Gaussian SB
-    for m = n in ``ns`` with μ = N(0, I), ν = N(0, B), B a fixed random SPD matrix. Trials are batched.
-    Returns {"n": [...], "err": [[trial errors] per n], ...}."""
+                      n_t: int = 12, n_mc: int = 1000, seed: int = 0, ms: Sequence[int] | None = None) -> dict:
+    """Integrated drift error of the converged Sinkhorn bridge (k = ∞) against the exact Gaussian SB,
+    μ = N(0, I), ν = N(0, B) with B a fixed random SPD matrix, m source and n target samples.
+
+    ``ms=None`` uses m = n; otherwise ``ms[i]`` source samples go with ``ns[i]`` target samples (to
+    separate the 1/m and 1/n terms, hold one side fixed and large). Trials are batched.
+    Returns {"m": [...], "n": [...], "err": [[trial errors] per size], ...}.
+    """
     from .data import random_spd
 
+    ns = _check_sizes(ns, "ns")
+    ms = ns if ms is None else _check_sizes(ms, "ms")
+    if len(ms) != len(ns):
+        raise ValueError(f"ms and ns must have the same length, got {len(ms)} and {len(ns)}")
+    if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or trials < 1:
+        raise ValueError(f"trials must be a positive int, got {trials!r}")
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"d must be a positive int, got {d!r}")
+    eps = _check_eps(eps)
     sb = GaussianSB(torch.eye(d, dtype=torch.float64), random_spd(d, seed=seed, eig_range=(0.25, 2.0)), eps)
     L1 = torch.linalg.cholesky(sb.Sigma1)
     errs = []
-    for n in ns:
-        gen = torch.Generator().manual_seed(seed * 7919 + n)
-        X = torch.randn(trials, n, d, generator=gen, dtype=torch.float64)
+    for m, n in zip(ms, ns):
+        gen = torch.Generator().manual_seed(seed * 7919 + n if m == n else seed * 7919 + 100_003 * m + n)
+        X = torch.randn(trials, m, d, generator=gen, dtype=torch.float64)
         Y = torch.randn(trials, n, d, generator=gen, dtype=torch.float64) @ L1.T
         bridge = SinkhornBridge.fit(X, Y, eps)
         errs.append(integrated_drift_error(bridge.drift, sb, tau, n_t, n_mc, seed=seed).tolist())
-    return {"n": list(ns), "err": errs, "eps": eps, "d": d, "tau": tau, "n_t": n_t, "n_mc": n_mc,
+    return {"m": ms, "n": ns, "err": errs, "eps": eps, "d": d, "tau": tau, "n_t": n_t, "n_mc": n_mc,
             "trials": trials}
+
+
+def neural_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n: int = 512,
+                   eps: float = 0.1, tau: float = 0.98, steps: int = 600, batch: int = 256,
+                   hidden: Sequence[int] = (64, 64, 64), lr: float = 3e-3, n_eval: int = 500,
+                   reg: float = 0.1, independent: bool = True, keep_samples: bool = False) -> dict:
+    """8 Gaussians → moons: neural bridges (Alg. 1) trained on π^(k) for each k in ``ks``
+    (``None`` = converged), and the plug-in bridges b^(k) themselves.
+
+    Per k it returns the Sinkhorn divergence (blur ``reg``) of X̂_1 to ``n_eval`` held-out moons,
+    simulated from the first ``n_eval`` *training* sources (``S_neural``, ``S_plugin``), and the total
+    variation between the second marginal of π^(k) and ν_n (``tv_marginal``), which is what finite k
+    gets wrong. ``S_floor`` is S between two independent ``n_eval``-samples of the moons (the metric's
+    noise floor). Seeds shift the data, the pairs and the network initialisation. With
+    ``keep_samples=True`` also ``samples``: {name: X̂_1} and the data ``X0``, ``X1``, ``X1_test``.
+    """
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from .data import toy_2d
+    from .runtime import make_trainer, seed_everything
+
+    eps, tau = _check_eps(eps), _check_t(tau, "tau")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    if not 2 <= n_eval <= n:
+        raise ValueError(f"n_eval must lie in [2, n = {n}], got {n_eval!r}")
+    X0 = toy_2d("8gaussians", n, seed=100 * seed, dtype=torch.float64)
+    X1 = toy_2d("moons", n, seed=100 * seed + 1, dtype=torch.float64)
+    X1_test = toy_2d("moons", n_eval, seed=100 * seed + 11, dtype=torch.float64)
+    X1_other = toy_2d("moons", n_eval, seed=100 * seed + 12, dtype=torch.float64)
+    S = lambda A: sinkhorn_divergence(A, X1_test, reg=reg)
+    src = X0[:n_eval]
+    out: dict = {"k": [], "S_neural": [], "S_plugin": [], "tv_marginal": [], "seed": seed, "steps": steps,
+                 "eps": eps, "n": n, "S_floor": S(X1_other)}
+    runs = [(k, "k") for k in ks] + ([(None, "independent")] if independent else [])
+    for i, (k, kind) in enumerate(runs):
+        if kind == "independent":
+            pi = None
+        else:
+            f, g = sinkhorn_potentials(X0, X1, eps, k)
+            pi = sinkhorn_coupling(X0, X1, f, g, eps)
+            plug = lambda z, t, g=g: sinkhorn_drift(z, t, X1, g, eps)
+            x_plug = euler_maruyama(plug, src, eps, tau=tau, n_steps=100, seed=3, predict_endpoint=True)
+        seed_everything(seed)
+        x0, x1 = coupling_pairs(X0, X1, pi, steps * batch, seed=1000 * seed + i)
+        loader = DataLoader(TensorDataset(x0.float(), x1.float()), batch_size=batch, shuffle=False)
+        model = BridgeMatching(dim=2, eps=eps, tau=tau, hidden=tuple(hidden), lr=lr)
+        make_trainer(1).fit(model, loader)
+        model = model.eval()
+        x_nn = euler_maruyama(model, src.float(), eps, tau=tau, n_steps=100, seed=3, predict_endpoint=True)
+        if keep_samples:
+            out.setdefault("samples", {})["independent" if kind == "independent" else k] = x_nn.numpy()
+        if kind == "independent":
+            out["S_independent"] = S(x_nn)
+            continue
+        out["k"].append(k)
+        out["S_neural"].append(S(x_nn))
+        out["S_plugin"].append(S(x_plug))
+        out["tv_marginal"].append(0.5 * float((pi.sum(0) - 1.0 / n).abs().sum()))
+    if keep_samples:
+        out.update(X0=X0.numpy(), X1=X1.numpy(), X1_test=X1_test.numpy())
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     import argparse
+    import json
 
-    from .results import save_results
+    from .results import load_results, results_dir, save_results
 
-    p = argparse.ArgumentParser(description="Statistical-rate sweep of the Sinkhorn bridge (stored results).")
-    p.add_argument("--ns", type=int, nargs="+", default=[50, 100, 200, 400, 800, 1600])
+    p = argparse.ArgumentParser(description="Sweeps of the Sinkhorn-bridge chapter (stored results).")
+    p.add_argument("--part", choices=["m_eq_n", "vary_m", "vary_n", "neural", "all"], default="all",
+                   help="neural with --steps other than 600 is stored as neural_<steps>")
+    p.add_argument("--ns", type=int, nargs="+", default=[50, 100, 200, 400, 800, 1600],
+                   help="sizes of the m = n sweep, or of the varying side")
+    p.add_argument("--fixed", type=int, default=800, help="size of the fixed side (vary_m, vary_n)")
     p.add_argument("--trials", type=int, default=10)
     p.add_argument("--eps", type=float, default=0.25)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="neural part")
+    p.add_argument("--steps", type=int, default=600, help="neural part")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
-    data = statistical_sweep(a.ns, a.trials, eps=a.eps, seed=a.seed)
-    cmd = ("python -m neurips25.sinkhorn_bridge --ns " + " ".join(map(str, a.ns))
-           + f" --trials {a.trials} --eps {a.eps} --seed {a.seed}")
-    print(save_results("sinkhorn_bridge", data, cmd, a.seed))
+    path = results_dir() / "sinkhorn_bridge.json"
+    data = load_results("sinkhorn_bridge")["data"] if path.exists() else {}
+    parts = ["m_eq_n", "vary_m", "vary_n", "neural"] if a.part == "all" else [a.part]
+    for part in parts:
+        cmd = f"python -m neurips25.sinkhorn_bridge --part {part}"
+        if part == "neural":
+            cmd += f" --seeds {' '.join(map(str, a.seeds))} --steps {a.steps}"
+            res = {"runs": [neural_k_sweep(seed=s, steps=a.steps) for s in a.seeds]}
+            part = "neural" if a.steps == 600 else f"neural_{a.steps}"
+        else:
+            cmd += f" --ns {' '.join(map(str, a.ns))} --trials {a.trials} --eps {a.eps} --seed {a.seed}"
+            ms = None
+            ns = list(a.ns)
+            if part == "vary_m":
+                cmd += f" --fixed {a.fixed}"
+                ms, ns = ns, [a.fixed] * len(ns)
+            elif part == "vary_n":
+                cmd += f" --fixed {a.fixed}"
+                ms = [a.fixed] * len(ns)
+            res = statistical_sweep(ns, a.trials, eps=a.eps, seed=a.seed, ms=ms)
+        res["command"] = cmd
+        data[part] = res
+        print(part, json.dumps(res)[:300], flush=True)
+    full = "python -m neurips25.sinkhorn_bridge --part all (each part records its own command)"
+    print(save_results("sinkhorn_bridge", data, full, a.seed))
 
 
 if __name__ == "__main__":
