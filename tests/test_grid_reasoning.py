@@ -166,6 +166,48 @@ def test_filter_and_runtime_verification_with_oracle(world, traces):
     assert acc == 1.0 and math.isclose(cov, sum(t.corruption is None for t in traces) / len(texts))
 
 
+class _RecallFromWorld(gr.LearnedVerifier):
+    """A LearnedVerifier whose recall is the world itself (no model): tests the fact-only filter."""
+
+    def __init__(self, world):
+        super().__init__(None, None)
+        self.world = world
+
+    def recall(self, queries):
+        out = []
+        for q in queries:
+            s, r = q.rsplit(" ", 1)
+            out.append({"lives_in": self.world.city_of, "in": self.world.country_of,
+                        "speaks": self.world.language_of}[r].get(s, "?"))
+        return out
+
+
+def test_cot_facts_and_the_fact_only_filter(world, traces):
+    t = next(t for t in traces if t.corruption is None and t.kind == "language")
+    facts = gr.cot_facts(gr.render(t, "cot")[1])
+    assert facts == [n.triple for n in t.graph.nodes if n.kind == "K"]  # the same facts as the graph's K nodes
+    kept, rejected = gr.fact_filter(traces, _RecallFromWorld(world))
+    # the fact check alone rejects exactly the traces with a false recalled fact: every fact corruption,
+    # and no clean trace; local slips (wrong conclusion, wrong citation) pass it
+    assert {t.corruption for t in rejected} == {"fact"}
+    assert all(t.corruption != "fact" for t in kept) and any(t.corruption for t in kept)
+    with pytest.raises(TypeError, match="text"):
+        gr.cot_facts(None)
+    with pytest.raises(TypeError, match="fact_holds"):
+        gr.fact_filter(traces, gr.OracleVerifier(world))
+
+
+def test_selective_accuracy():
+    preds, gold = ["a", "b", "c", "d"], ["a", "x", "c", "y"]
+    assert gr.selective_accuracy(preds, gold, [0.9, 0.1, 0.8, 0.2], 0.5) == (1.0, 0.5)
+    assert gr.selective_accuracy(preds, gold, [0.1, 0.9, 0.8, 0.2], 0.5) == (0.5, 0.5)
+    assert gr.selective_accuracy(preds, gold, [0.0] * 4, 1.0) == (0.5, 1.0)
+    with pytest.raises(ValueError, match="coverage"):
+        gr.selective_accuracy(preds, gold, [0.0] * 4, 0.0)
+    with pytest.raises(ValueError, match="equal length"):
+        gr.selective_accuracy(preds, gold, [0.0] * 3, 0.5)
+
+
 def test_metrics_and_validation():
     assert gr.accuracy(["a", "b", None], ["a", "c", "d"]) == pytest.approx(1 / 3)
     assert gr.acc_at_passed(["a", "b"], ["a", "c"], [True, False]) == (1.0, 0.5)
@@ -229,3 +271,7 @@ def test_smoke_training_learned_verifier_and_proposer(world, traces):
     assert len(ver) == 6
     sc = gr.self_consistency(model, tok, qs[:2], n=2)
     assert len(sc) == 2
+    conf = gr.sequence_confidence(model, tok, qs, texts, "graph")
+    assert len(conf) == 6 and all(c <= 0 for c in conf)
+    with pytest.raises(ValueError, match="equal lengths"):
+        gr.sequence_confidence(model, tok, qs, texts[:2], "graph")

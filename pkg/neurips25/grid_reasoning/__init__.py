@@ -17,7 +17,9 @@ knowledge:
   recall, dependency/purpose check by a verify prompt) — callables ``verifier(step, premises) -> bool``
   that see ONE reasoning step and its cited premises only (local verification).
 * ``verify_graph`` / ``filter_traces`` (Alg. 1, training-data filtering) / ``runtime_verify``
-  (inference-time verification) and the metrics ``accuracy`` / ``acc_at_passed``.
+  (inference-time verification) and the metrics ``accuracy`` / ``acc_at_passed``; the controls
+  ``fact_filter`` (the fact check alone on a linear CoT, no graph) and ``selective_accuracy`` with
+  ``sequence_confidence`` (abstaining on the proposer's least confident answers at the same coverage).
 * ``train_model`` / ``answer_questions`` / ``self_consistency`` — tiny transformers trained from
   scratch with Lightning (``neurips25.lm``) and their decoding; ``run_experiment`` is the whole study
   for one seed; ``python -m neurips25.grid_reasoning`` runs it over seeds and stores the results.
@@ -56,6 +58,7 @@ from .model import (
     proposer_data,
     run_experiment,
     self_consistency,
+    sequence_confidence,
     train_model,
 )
 from .verify import (
@@ -65,8 +68,11 @@ from .verify import (
     Verifier,
     acc_at_passed,
     accuracy,
+    cot_facts,
+    fact_filter,
     filter_traces,
     runtime_verify,
+    selective_accuracy,
     verifier_examples,
     verify_graph,
     verify_prompt,
@@ -76,5 +82,6 @@ __all__ = ["COUNTRIES", "RULES", "RELATIONS", "QUESTIONS", "FORMATS", "CORRUPTIO
            "Node", "Graph", "format_graph", "parse_graph", "check_dag", "topological_order", "to_networkx",
            "gold_graph", "Trace", "make_traces", "render", "extract_answer", "Verifier", "OracleVerifier",
            "verify_prompt", "verifier_examples", "LearnedVerifier", "verify_graph", "filter_traces", "runtime_verify",
-           "Verified", "accuracy", "acc_at_passed", "knowledge_corpus", "train_model", "proposer_data",
+           "Verified", "accuracy", "acc_at_passed", "cot_facts", "fact_filter", "selective_accuracy",
+           "sequence_confidence", "knowledge_corpus", "train_model", "proposer_data",
            "answer_questions", "self_consistency", "run_experiment", "draw_graph", "main"]

@@ -22,8 +22,10 @@ from .verify import (
     OracleVerifier,
     acc_at_passed,
     accuracy,
+    fact_filter,
     filter_traces,
     runtime_verify,
+    selective_accuracy,
     verifier_examples,
 )
 
@@ -94,6 +96,28 @@ def answer_questions(model, tok, questions: Sequence[tuple[str, str]], fmt: str,
     return generate(model, tok, prompts, max_new_tokens=40, temperature=temperature, seed=seed).texts
 
 
+def sequence_confidence(model, tok, questions: Sequence[tuple[str, str]], texts: Sequence[str], fmt: str, *,
+                        batch_size: int = 256) -> list[float]:
+    """The proposer's own confidence in each generation: the mean token log-probability of ``texts[i]``
+    after the prompt of ``questions[i]`` in format ``fmt`` (an empty generation gets ``-inf``). The
+    score of the standard abstention baseline (answer only the most confident examples)."""
+    from neurips25.lm import continuation_logprobs
+
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
+    if len(questions) != len(texts):
+        raise ValueError(f"questions and texts must have equal lengths, got {len(questions)} and {len(texts)}")
+    out = [float("-inf")] * len(texts)
+    todo = [i for i, t in enumerate(texts) if t.strip()]
+    for j in range(0, len(todo), batch_size):
+        idx = todo[j:j + batch_size]
+        lps = continuation_logprobs(model, tok, [f"Q {questions[i][0]} {questions[i][1]} <{fmt}>" for i in idx],
+                                    [" " + texts[i].strip() for i in idx])
+        for i, lp in zip(idx, lps):
+            out[i] = float(lp.mean())
+    return out
+
+
 def self_consistency(model, tok, questions: Sequence[tuple[str, str]], *, n: int = 5, temperature: float = 1.0,
                      seed: int = 0) -> list[str | None]:
     """CoT self-consistency: ``n`` sampled chains per question, majority vote over their answers (ties go
@@ -113,7 +137,8 @@ def self_consistency(model, tok, questions: Sequence[tuple[str, str]], *, n: int
 def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency: float = 0.75, slip: float = 0.1,
                    steps: int = 1600,
                    verifier_steps: int = 800, n_layer: int = 2, n_embd: int = 64, verify_repeats: int = 2,
-                   sc_n: int = 5, seed: int = 0, filtered: bool = True, return_state: bool = False):
+                   sc_n: int = 5, seed: int = 0, filtered: bool = True, unfiltered: bool = True,
+                   return_state: bool = False):
     """The whole study for one seed (every number of the chapter's results table):
 
     1. world, and the proposer's noisy traces for the training people; 2. the verifier (knowledge corpus +
@@ -121,8 +146,11 @@ def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency
     noisy traces and proposer B on the kept traces (knowledge corpus + all three formats each);
     5. evaluation on the held-out people: each format's accuracy, CoT self-consistency, GRiD + filtered
     training and runtime verification (learned and oracle verifier: Acc@passed and coverage); the
-    verifier's accuracy on held-out steps; the cost of verification in tokens. ``filtered=False`` skips
-    proposer B (and its ``filtered_*`` numbers); the rest is unchanged.
+    verifier's accuracy on held-out steps; the cost of verification in tokens; the controls (the fact
+    check alone as a filter, ``fact_filter``; proposer B in linear-CoT format; abstaining on the
+    proposer's least confident answers at the coverage of runtime verification). ``filtered=False``
+    skips proposer B (its ``filtered_*`` numbers), ``unfiltered=False`` skips proposer A (the plain
+    format numbers and self-consistency); the rest is unchanged.
     """
     world = make_world(n_people, seed=seed)
     traces = make_traces(world, confusion=confusion, consistency=consistency, slip=slip, seed=seed)
@@ -133,8 +161,13 @@ def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency
                                  fact_repeats=8, arch="gpt2", seed=seed)
     verifier, oracle = LearnedVerifier(ver_model, tok), OracleVerifier(world)
     kept, rejected = filter_traces(traces, verifier)
-    model_a, _ = train_model(world, proposer_data(traces), steps=steps, n_layer=n_layer, n_embd=n_embd, seed=seed,
-                             tokenizer=tok)
+    fkept, frejected = fact_filter(traces, verifier)  # the no-graph control: the fact check alone
+    if not (filtered or unfiltered):
+        raise ValueError("train at least one proposer: filtered and unfiltered cannot both be False")
+    model_a = None
+    if unfiltered:  # proposer A (``unfiltered=False`` skips it)
+        model_a, _ = train_model(world, proposer_data(traces), steps=steps, n_layer=n_layer, n_embd=n_embd,
+                                 seed=seed, tokenizer=tok)
     model_b = None
     if filtered:  # proposer B (``filtered=False`` skips it: a cheaper run for the notebook)
         model_b, _ = train_model(world, proposer_data(kept), steps=steps, n_layer=n_layer, n_embd=n_embd, seed=seed,
@@ -149,17 +182,27 @@ def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency
                  # Alg. 1 quality: share of corrupted traces rejected, of clean traces kept
                  "filter_recall": _frac([t for t in rejected if t.corruption], bad),
                  "filter_keep_clean": _frac([t for t in kept if not t.corruption], [t for t in traces if not t.corruption]),
-                 "kept_corrupted_frac": _frac([t for t in kept if t.corruption], kept)}
+                 "kept_corrupted_frac": _frac([t for t in kept if t.corruption], kept),
+                 # the fact check alone on the CoT text (no graph): what it rejects, and how its kept set
+                 # compares with Alg. 1's
+                 "factfilter_reject_fact": _frac([t for t in frejected if t.corruption == "fact"],
+                                                 [t for t in traces if t.corruption == "fact"]),
+                 "factfilter_reject_slip": _frac([t for t in frejected if t.corruption in ("conclusion", "citation")],
+                                                 [t for t in traces if t.corruption in ("conclusion", "citation")]),
+                 "factfilter_keep_clean": _frac([t for t in fkept if not t.corruption],
+                                                [t for t in traces if not t.corruption]),
+                 "alg1_reject_fact": _frac([t for t in rejected if t.corruption == "fact"],
+                                           [t for t in traces if t.corruption == "fact"])}
     texts = {}
     for name, model in (("", model_a), ("filtered_", model_b)):
         if model is None:
             continue
-        for fmt in FORMATS if not name else ("graph",):
+        for fmt in FORMATS:
             texts[name + fmt] = out = answer_questions(model, tok, qs, fmt)
             res[name + fmt] = accuracy([extract_answer(t) for t in out], gold)
-            if fmt == "graph":  # split: questions the misconception touches vs the rest
+            if fmt != "direct":  # split: questions the misconception touches vs the rest
                 for part, idx in (("misconception", hit), ("other", [i for i in range(len(qs)) if i not in hit])):
-                    res[f"{name}graph_{part}"] = accuracy([extract_answer(out[i]) for i in idx], [gold[i] for i in idx])
+                    res[f"{name}{fmt}_{part}"] = accuracy([extract_answer(out[i]) for i in idx], [gold[i] for i in idx])
         for vname, v in (("learned", LearnedVerifier(ver_model, tok)), ("oracle", oracle)):
             ver = runtime_verify(texts[name + "graph"], v)
             res[f"{name}rv_{vname}_acc"], res[f"{name}rv_{vname}_cov"] = acc_at_passed(
@@ -167,7 +210,13 @@ def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency
             if vname == "learned":
                 n_main = sum(len(t.split()) + 1 for t in texts[name + "graph"])
                 res[f"{name}verify_token_ratio"] = v.n_tokens / n_main
-    res["cot_sc"] = accuracy(self_consistency(model_a, tok, qs, n=sc_n, seed=seed), gold)
+                # the abstention control: the proposer's own confidence, answering as many as RV does
+                conf = sequence_confidence(model, tok, qs, texts[name + "graph"], "graph")
+                res[f"{name}conf_acc_at_rv_cov"] = selective_accuracy(
+                    [extract_answer(t) for t in texts[name + "graph"]], gold, conf,
+                    res[f"{name}rv_learned_cov"])[0]
+    if model_a is not None:
+        res["cot_sc"] = accuracy(self_consistency(model_a, tok, qs, n=sc_n, seed=seed), gold)
     test_steps = verifier_examples(world, world.test_people, seed=seed + 1)
     p = verifier.p_yes([s for s, _ in test_steps])
     res["verifier_acc_heldout"] = sum((q >= 0.5) == (y == "yes") for q, (_, y) in zip(p, test_steps)) / len(p)
@@ -175,7 +224,7 @@ def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency
                                            [1 for _, y in test_steps if y == "no"])
     if not return_state:
         return res
-    state = dict(world=world, traces=traces, kept=kept, rejected=rejected, tok=tok, verifier=verifier,
+    state = dict(world=world, traces=traces, kept=kept, rejected=rejected, fact_kept=fkept, tok=tok, verifier=verifier,
                  oracle=oracle, model_a=model_a, model_b=model_b, questions=qs, gold=gold, texts=texts)
     return res, state
 

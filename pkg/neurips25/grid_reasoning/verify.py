@@ -7,6 +7,7 @@ from typing import Callable, Iterable, Sequence
 
 from .graph import (
     CORRUPTIONS,
+    RELATIONS,
     RULES,
     Graph,
     Node,
@@ -175,7 +176,11 @@ class LearnedVerifier:
         return f"{node.triple[0]} {node.triple[1]}"
 
     def fact_ok(self, node: Node) -> bool:
-        return self.recall([self._recall_query(node)])[0] == node.triple[2]
+        return self.fact_holds(*node.triple)
+
+    def fact_holds(self, s: str, r: str, o: str) -> bool:
+        """Fact satisfiability by recall: is ``o`` the model's greedy completion of ``"s r"``?"""
+        return self.recall([f"{s} {r}"])[0] == o
 
     def prefetch(self, steps: Iterable[tuple[Node, Sequence[Node]]]) -> None:
         steps = list(steps)
@@ -235,6 +240,41 @@ def filter_traces(traces: Sequence[Trace], verifier: Verifier) -> tuple[list[Tra
     return kept, rejected
 
 
+def cot_facts(text: str) -> list[tuple[str, str, str]]:
+    """The recalled facts a *linear* chain of thought states, read from its text alone: the
+    comma-separated statements that are not conclusions (no leading ``so``), as ``(s, r, o)``.
+    ``"P lives_in C , C in K , so P in K , ... [A] L"`` → ``[(P, lives_in, C), (C, in, K), ...]``."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    body = text.split("[A]")[0]
+    out = []
+    for stmt in (x.split() for x in body.split(" , ")):
+        if not stmt or stmt[0] == "so":
+            continue
+        rel = [i for i, w in enumerate(stmt) if w in RELATIONS]
+        if len(rel) == 1 and 0 < rel[0] < len(stmt) - 1:
+            i = rel[0]
+            out.append((" ".join(stmt[:i]), stmt[i], " ".join(stmt[i + 1:])))
+    return out
+
+
+def fact_filter(traces: Sequence[Trace], verifier: LearnedVerifier) -> tuple[list[Trace], list[Trace]]:
+    """The control for Algorithm 1 that needs **no graph**: keep a trace iff every fact its linear-CoT
+    rendering states (``cot_facts``) is what the verifier recalls (``LearnedVerifier.fact_holds``) —
+    the fact check alone, with no premise lists and no step (dependency/purpose) check.
+    Returns ``(kept, rejected)``."""
+    from .graph import render
+
+    if not hasattr(verifier, "fact_holds"):
+        raise TypeError(f"verifier must offer fact_holds(s, r, o) (a LearnedVerifier), got {type(verifier).__name__}")
+    facts = [cot_facts(render(t, "cot")[1]) for t in traces]
+    verifier.recall([f"{s} {r}" for fs in facts for s, r, _ in fs])  # one batch
+    kept, rejected = [], []
+    for t, fs in zip(traces, facts):
+        (kept if all(verifier.fact_holds(*f) for f in fs) else rejected).append(t)
+    return kept, rejected
+
+
 @dataclass
 class Verified:
     """One runtime-verified generation: the text, its parsed graph (``None`` if unparsable), the answer,
@@ -291,3 +331,17 @@ def acc_at_passed(predictions: Sequence[str | None], answers: Sequence[str], pas
     if n == 0:
         return float("nan"), 0.0
     return sum(p == a for p, a, ok in zip(predictions, answers, passed) if ok) / n, n / len(answers)
+
+
+def selective_accuracy(predictions: Sequence[str | None], answers: Sequence[str], confidence: Sequence[float],
+                       coverage: float) -> tuple:
+    """``(accuracy, coverage)`` of an abstention baseline that answers only its ``round(coverage · N)`` most
+    confident examples (ties broken by order): the control for runtime verification at the same coverage."""
+    n = len(answers)
+    if not (len(predictions) == n == len(confidence)) or not n:
+        raise ValueError("predictions, answers and confidence must be non-empty and of equal length")
+    if not 0.0 < coverage <= 1.0:
+        raise ValueError(f"coverage must be in (0, 1], got {coverage!r}")
+    k = max(1, round(coverage * n))
+    order = sorted(range(n), key=lambda i: -confidence[i])[:k]  # stable: earlier wins a tie
+    return sum(predictions[i] == answers[i] for i in order) / k, k / n
