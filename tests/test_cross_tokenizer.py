@@ -21,6 +21,13 @@ def test_markov_corpus_is_seeded_and_validated():
         ct.markov_corpus(0)
     with pytest.raises(ValueError, match="branching"):
         ct.markov_corpus(3, n_words=5, branching=9)
+    with pytest.raises(ValueError, match="noise"):
+        ct.markov_corpus(3, noise=1.5)
+    # noise = 0 is the chain itself; noise > 0 draws words outside the chain's transitions
+    assert ct.markov_corpus(20, seed=3, noise=0.0) == ct.markov_corpus(20, seed=3)
+    clean = {tuple(s.split()[i:i + 2]) for s in ct.markov_corpus(2000, seed=5) for i in range(8)}
+    noisy = {tuple(s.split()[i:i + 2]) for s in ct.markov_corpus(200, seed=6, noise=0.8) for i in range(8)}
+    assert len(noisy - clean) > len(noisy) // 2
 
 
 @pytest.mark.parametrize("debias", [False, True])
@@ -96,11 +103,45 @@ def test_alm_loss_and_gradient_vanish_iff_equal():
         assert abs(float(fd) - float(g[1, 2])) < 1e-6
     mask = torch.zeros(3, 5)
     mask[0, 0] = 1
-    assert float(ct.alm_loss(lp_t, lp_t - 1, mask)) == pytest.approx(float(ct.alm_loss(lp_t[:1, :1], lp_t[:1, :1] - 1)))
+    assert float(ct.alm_loss(lp_t, lp_t - 1, mask, reduction="mean")) == pytest.approx(
+        float(ct.alm_loss(lp_t[:1, :1], lp_t[:1, :1] - 1)))
+    # "sum": the masked chunks' sum, averaged over the 3 sequences
+    assert float(ct.alm_loss(lp_t, lp_t - 1, mask)) == pytest.approx(
+        float(ct.alm_loss(lp_t[:1, :1], lp_t[:1, :1] - 1)) / 3)
     with pytest.raises(ValueError, match="same shape"):
         ct.alm_loss(lp_t, lp_t[:, :2])
     with pytest.raises(ValueError, match="tau"):
         ct.alm_loss(lp_t, lp_t, tau=0)
+
+
+def test_alm_loss_sums_over_chunks_and_validates_logprobs():
+    lp_t = -torch.rand(2, 6, dtype=torch.float64) - 0.1
+    lp_s = lp_t - 0.5
+    per_chunk = ct.alm_loss(lp_t, lp_s, reduction="mean", tau=3.0)
+    # the paper's loss sums over the chunks of a sequence (averaged over sequences)
+    assert float(ct.alm_loss(lp_t, lp_s, tau=3.0)) == pytest.approx(6 * float(per_chunk))
+    assert float(ct.alm_loss(lp_t[0], lp_s[0], tau=3.0)) == pytest.approx(
+        float(ct.alm_loss(lp_t[:1], lp_s[:1], tau=3.0)))
+    for bad in ("lp_t", "lp_s"):
+        args = {"lp_t": lp_t.clone(), "lp_s": lp_s.clone()}
+        args[bad][0, 0] = 0.3  # a positive "log-probability"
+        with pytest.raises(ValueError, match=f"{bad} must hold log-probabilities"):
+            ct.alm_loss(args["lp_t"], args["lp_s"])
+    with pytest.raises(TypeError, match="lp_t must be a floating-point tensor"):
+        ct.alm_loss([-1.0], lp_s)
+    with pytest.raises(ValueError, match="reduction"):
+        ct.alm_loss(lp_t, lp_s, reduction="max")
+
+
+def test_uld_loss_ignores_token_identity():
+    logits = torch.randn(1, 3, 7)
+    p_sorted = logits.softmax(-1).sort(-1, descending=True).values
+    mask = torch.ones(1, 3)
+    assert float(ct.uld_loss(p_sorted, logits[..., torch.randperm(7)], mask)) == pytest.approx(0.0, abs=1e-6)
+    # a larger teacher vocabulary is zero-padded on the student side
+    p_t = torch.nn.functional.pad(p_sorted, (0, 3))
+    assert float(ct.uld_loss(p_t, logits, mask)) == pytest.approx(0.0, abs=1e-6)
+    assert float(ct.uld_loss(p_sorted, torch.zeros(1, 3, 7), mask)) > 0
 
 
 def test_bits_per_byte_tokenizer_invariant(toks):
@@ -145,10 +186,16 @@ def test_distill_smoke_and_chunk_gap(toks):
         student = ct.transfer_model(teacher, bpe, tok_s)
         run = ct.distill(student, data, method, steps=3, batch_size=8, tau=10.0, lr=1e-3)
         assert len(run.history) == 3 and all(math.isfinite(h) for h in run.history)
+    # outcome-chunk debiasing: the teacher's word chunks carry log P(next token starts a word)
+    space = ct.pretoken_start_ids(tok_s)
+    assert all(tok_s.convert_ids_to_tokens(int(i)).startswith("Ġ") for i in space)
+    item = data.items[0]
+    assert item["word_end"][-1] == -1 and (item["word"][1] <= 0).all()
+    assert len(item["word"][1]) <= len(item["fine"][1])
     rows = ct.chunk_table(teacher, bpe, student, tok_s, corpus[0])
     assert "".join(r["text"] for r in rows) == corpus[0]
     assert math.isfinite(ct.bits_per_byte(student, tok_s, corpus[:4]))
     with pytest.raises(ValueError, match="method"):
-        ct.CrossTokenizerDistiller(student, "uld")
+        ct.CrossTokenizerDistiller(student, "mined")
     with pytest.raises(TypeError, match="DistillData"):
         ct.distill(student, corpus, "alm")

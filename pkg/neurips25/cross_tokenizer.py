@@ -14,11 +14,16 @@ $$\log p_M(c) = \sum_{t \in c} \log p_M(x_t \mid x_{<t}) \le 0, \qquad M \in \{T
 and the loss is the *binarised* f-divergence between chunk probabilities, with temperature $\tau$
 (eq. 3 of the paper, $f$ = KL here, which has the same gradient as the binary cross-entropy):
 
-$$\mathcal L_{\mathrm{ALM}} = \frac{1}{|C|}\sum_{c \in C}
-  \mathrm{KL}\big(\mathrm{Bern}(p_T(c)^{1/\tau}) \,\big\|\, \mathrm{Bern}(p_S(c)^{1/\tau})\big).$$
+$$\mathcal L_{\mathrm{ALM}} = \sum_{c \in C}
+  \mathrm{KL}\big(\mathrm{Bern}(p_T(c)^{1/\tau}) \,\big\|\, \mathrm{Bern}(p_S(c)^{1/\tau})\big),$$
 
-It vanishes, with its gradient, iff $p_S(c) = p_T(c)$ on every chunk. Everything here is plain
-tensor code except the training loop, a ``LightningModule`` (:class:`CrossTokenizerDistiller`).
+summed over the chunks of a sequence as in the paper (and averaged over the sequences of a batch).
+It vanishes, with its gradient, iff $p_S(c) = p_T(c)$ on every chunk. *Outcome-chunk debiasing*
+(the paper's treatment of tokenization bias) multiplies each chunk's probability, for both models,
+by the probability that the next token starts a new pretoken, so that both measure the event "this
+whole word comes next". Baselines: SFT and ULD (universal logit distillation, sorted-probability
+matching at equal token indices). Everything here is plain tensor code except the training loop, a
+``LightningModule`` (:class:`CrossTokenizerDistiller`).
 """
 from __future__ import annotations
 
@@ -35,21 +40,26 @@ from torch.utils.data import DataLoader
 __all__ = [
     "markov_corpus", "token_byte_ends", "align_chunks", "chunk_logprobs", "log1mexp", "alm_loss",
     "token_logprobs", "text_logprobs", "bits_per_byte", "chunk_table", "chunk_gap", "fvt_embeddings",
-    "transfer_model", "DistillData", "CrossTokenizerDistiller", "distill", "METHODS",
+    "pretoken_start_ids", "uld_loss", "transfer_model", "DistillData", "CrossTokenizerDistiller",
+    "distill", "METHODS",
 ]
 
-METHODS = ("sft", "alm", "alm_nodebias", "alm+sft")
+METHODS = ("sft", "uld", "alm", "alm_nodebias", "alm+sft")
 
 
 # ------------------------------------------------------------------------------------- corpus
 def markov_corpus(n: int, *, n_words: int = 150, branching: int = 4, length: tuple[int, int] = (5, 9),
-                  seed: int = 0, chain_seed: int = 0) -> list[str]:
+                  seed: int = 0, chain_seed: int = 0, noise: float = 0.0) -> list[str]:
     """``n`` sentences from a fixed word-level Markov chain over ``n_words`` pseudo-words.
 
     The chain (words and sparse transitions, each word has ``branching`` successors with random
     weights) is fixed by ``chain_seed``; ``seed`` only changes which sentences are drawn, so splits
-    drawn with different ``seed`` come from the same distribution.
+    drawn with different ``seed`` come from the same distribution. With ``noise > 0`` each next word
+    is, with that probability, drawn uniformly from all words instead of from the chain: "generic"
+    text that holds less of the chain's knowledge than the teacher's pretraining text.
     """
+    if not (isinstance(noise, (int, float)) and 0.0 <= noise <= 1.0):
+        raise ValueError(f"noise must be a probability in [0, 1], got {noise!r}")
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
     if not (1 <= branching <= n_words):
@@ -71,7 +81,10 @@ def markov_corpus(n: int, *, n_words: int = 150, branching: int = 4, length: tup
         i = r.randrange(n_words)
         seq = [words[i]]
         for _ in range(r.randint(*length) - 1):
-            i = r.choices(succ[i], wts[i])[0]
+            if noise and r.random() < noise:
+                i = r.randrange(n_words)
+            else:
+                i = r.choices(succ[i], wts[i])[0]
             seq.append(words[i])
         out.append(" ".join(seq))
     return out
@@ -109,7 +122,8 @@ def align_chunks(ends_t: np.ndarray, ends_s: np.ndarray, text: str | None = None
         ends_t, ends_s: byte end offset of every token (non-decreasing; the last = the text's bytes).
         text: the text itself, needed for ``debias``.
         debias: keep only boundaries that are also pretoken (word) boundaries, i.e. followed by a
-            space or the end of the text; chunks are then whole words (see the chapter on bias).
+            space or the end of the text; chunks are then whole words. (The outcome-chunk term
+            that completes the paper's debiasing is added by :class:`DistillData`.)
     Returns:
         ``(chunk_of_t, chunk_of_s, boundaries)``: the chunk index of every teacher and student
         token, and the byte offset at which each chunk ends.
@@ -151,36 +165,94 @@ def log1mexp(x: torch.Tensor) -> torch.Tensor:
     return torch.where(x > -math.log(2), torch.log(-torch.expm1(x)), torch.log1p(-torch.exp(x)))
 
 
+def _check_logprobs(name: str, x) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor of log-probabilities")
+    if bool((x > 1e-6).any()):
+        raise ValueError(f"{name} must hold log-probabilities (<= 0), got a maximum of {float(x.max()):.3g}")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{name} must be finite")
+    return x
+
+
 def alm_loss(lp_t: torch.Tensor, lp_s: torch.Tensor, mask: torch.Tensor | None = None, *,
-             tau: float = 1.0, eps: float = 1e-6) -> torch.Tensor:
-    r"""Binarised KL between chunk probabilities with temperature $\tau$ (eq. 3), averaged over chunks.
+             tau: float = 1.0, eps: float = 1e-6, reduction: str = "sum") -> torch.Tensor:
+    r"""Binarised KL between chunk probabilities with temperature $\tau$ (eq. 3).
 
     With $\ell = \log p / \tau$: $\; e^{\ell_T}(\ell_T - \ell_S) + (1-e^{\ell_T})(\mathrm{log1mexp}\,\ell_T -
-    \mathrm{log1mexp}\,\ell_S)$. Minimised (value and gradient 0) iff $\ell_S = \ell_T$. Log-probs are
-    clipped to $\le -\varepsilon$ so that a chunk of probability 1 stays finite.
+    \mathrm{log1mexp}\,\ell_S)$. Minimised (value and gradient 0) iff $\ell_S = \ell_T$. ``reduction="sum"``
+    (the paper's) sums over the chunks of each sequence (rows; a 1-D input is one sequence) and
+    averages over sequences; ``"mean"`` averages over chunks. Inputs must be log-probabilities
+    (<= 0; a positive value raises ``ValueError``); they are clipped to $\le -\varepsilon$ so that a
+    chunk of probability 1 stays finite.
     """
+    _check_logprobs("lp_t", lp_t)
+    _check_logprobs("lp_s", lp_s)
     if lp_t.shape != lp_s.shape:
         raise ValueError(f"lp_t {tuple(lp_t.shape)} and lp_s {tuple(lp_s.shape)} must have the same shape")
-    if not (isinstance(tau, (int, float)) and tau > 0):
+    if isinstance(tau, bool) or not (isinstance(tau, (int, float)) and tau > 0):
         raise ValueError(f"tau must be a positive number, got {tau!r}")
+    if reduction not in ("sum", "mean"):
+        raise ValueError(f"reduction must be 'sum' or 'mean', got {reduction!r}")
     lt = lp_t.detach().clamp(max=-eps) / tau
     ls = lp_s.clamp(max=-eps) / tau
     pt = lt.exp()
     kl = pt * (lt - ls) + (1 - pt) * (log1mexp(lt) - log1mexp(ls))
     if mask is None:
-        return kl.mean()
-    if mask.shape != kl.shape:
+        m = torch.ones_like(kl)
+    elif mask.shape != kl.shape:
         raise ValueError(f"mask {tuple(mask.shape)} must match the chunk log-probs {tuple(kl.shape)}")
-    m = mask.to(kl.dtype)
-    return (kl * m).sum() / m.sum().clamp(min=1.0)
+    else:
+        m = mask.to(kl.dtype)
+    if reduction == "mean":
+        return (kl * m).sum() / m.sum().clamp(min=1.0)
+    n_seq = 1 if kl.ndim <= 1 else kl.shape[0]
+    return (kl * m).sum() / n_seq
+
+
+def uld_loss(logp_t_sorted: torch.Tensor, logits_s: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    r"""Universal logit distillation (Boizard et al. 2024), the cross-tokenizer baseline.
+
+    At each token *index* $i$ (the $i$-th teacher token against the $i$-th student token, whatever
+    text they cover) the two next-token distributions are sorted, zero-padded to one length, and
+    compared by $\sum_k |p^{\downarrow}_{S,i,k} - p^{\downarrow}_{T,i,k}|$ (a Wasserstein-1 distance
+    that ignores which token is which). ``logp_t_sorted`` ``(B, N, K)`` the teacher's sorted
+    probabilities (0 on padding), ``logits_s`` ``(B, N, V_S)``, ``mask`` ``(B, N)``; mean over
+    masked positions.
+    """
+    p_s = logits_s.float().softmax(-1).sort(-1, descending=True).values
+    K = max(p_s.shape[-1], logp_t_sorted.shape[-1])
+    p_s = torch.nn.functional.pad(p_s, (0, K - p_s.shape[-1]))
+    p_t = torch.nn.functional.pad(logp_t_sorted, (0, K - logp_t_sorted.shape[-1]))
+    d = (p_s - p_t).abs().sum(-1)
+    m = mask.to(d.dtype)
+    return (d * m).sum() / m.sum().clamp(min=1.0)
 
 
 # ------------------------------------------------------------------------------ model log-probs
-def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """``log p(x_t | x_<t)`` of tokens 1..N-1 of ``input_ids`` (position 0 is BOS) → ``(B, N-1)``, 0 on padding."""
-    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
-    lp = logits.log_softmax(-1).gather(-1, input_ids[:, 1:, None])[..., 0]
-    return lp * attention_mask[:, 1:]
+def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *,
+                   return_logits: bool = False):
+    """``log p(x_t | x_<t)`` of tokens 1..N-1 of ``input_ids`` (position 0 is BOS) → ``(B, N-1)``, 0 on
+    padding; with ``return_logits`` also the logits ``(B, N, V)`` at every position."""
+    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits.float()
+    lp = logits[:, :-1].log_softmax(-1).gather(-1, input_ids[:, 1:, None])[..., 0]
+    lp = lp * attention_mask[:, 1:]
+    return (lp, logits) if return_logits else lp
+
+
+def pretoken_start_ids(tok) -> torch.Tensor:
+    """Ids of the tokens that begin a new pretoken (a word): those starting with a space (``Ġ`` in
+    the byte-level map) — the outcome event of the paper's debiasing."""
+    vocab = tok.get_vocab()
+    ids = sorted(i for t, i in vocab.items() if t.startswith("Ġ"))
+    if not ids:
+        raise ValueError("the tokenizer has no token that starts with a space ('Ġ')")
+    return torch.tensor(ids)
+
+
+def _space_logprob(logits: torch.Tensor, space_ids: torch.Tensor) -> torch.Tensor:
+    """log P(next token starts a new pretoken) at every position, ``(B, N)``."""
+    return logits.log_softmax(-1)[..., space_ids].logsumexp(-1)
 
 
 def _batch(ids: list[list[int]], tok, dev) -> tuple[torch.Tensor, torch.Tensor]:
@@ -280,24 +352,55 @@ def transfer_model(teacher, tok_t, tok_s):
 
 # -------------------------------------------------------------------------------- distillation
 class DistillData:
-    """Transfer texts, pre-tokenized for the student, with the frozen teacher's chunk log-probs.
+    """Transfer texts, pre-tokenized for the student, with everything the frozen teacher contributes.
 
-    The teacher is fixed, so its chunk log-likelihoods are computed once here, not at every step.
-    Both the fine chunks (all shared boundaries) and the debiased word chunks are stored.
+    The teacher is fixed, so its outputs are computed once here, not at every step: the chunk
+    log-likelihoods on all shared boundaries (``fine``) and on whole-word chunks with the outcome
+    term $\\log P_T(\\text{next token starts a word})$ added to every chunk but the last (``word``,
+    the paper's debiased chunks), and its sorted next-token probabilities (for the ULD baseline).
     """
 
-    def __init__(self, texts: Sequence[str], teacher, tok_t, tok_s):
+    def __init__(self, texts: Sequence[str], teacher, tok_t, tok_s, batch_size: int = 128):
         texts = _check_texts(texts)
         self.tok_s = tok_s
-        lts = text_logprobs(teacher, tok_t, texts)
+        self.space_s = pretoken_start_ids(tok_s)
+        space_t = pretoken_start_ids(tok_t)
+        was, dev = teacher.training, next(teacher.parameters()).device
+        teacher.eval()
+        ids_t = tok_t(texts, add_special_tokens=False)["input_ids"]
+        lts, sps, sorted_p = [], [], []
+        with torch.no_grad():
+            for i in range(0, len(ids_t), batch_size):
+                chunk = ids_t[i:i + batch_size]
+                lp, logits = token_logprobs(teacher, *_batch(chunk, tok_t, dev), return_logits=True)
+                sp = _space_logprob(logits, space_t.to(dev))
+                ps = logits.softmax(-1).sort(-1, descending=True).values
+                for j, s_ in enumerate(chunk):
+                    n = len(s_)
+                    lts.append(lp[j, :n].cpu())
+                    sps.append(sp[j, : n + 1].cpu())
+                    sorted_p.append(ps[j, :n].cpu())
+        teacher.train(was)
         _, et = token_byte_ends(tok_t, texts)
         self.ids, es = token_byte_ends(tok_s, texts)
         self.items: list[dict[str, Any]] = []
-        for text, ids, lt, a, b in zip(texts, self.ids, lts, et, es):
-            item: dict[str, Any] = {"ids": ids}
-            for key, deb in (("fine", False), ("word", True)):
-                ct, cs, bounds = align_chunks(a, b, text, debias=deb)
-                item[key] = (torch.as_tensor(cs), torch.zeros(len(bounds)).index_add(0, torch.as_tensor(ct), lt))
+        for text, ids, lt, sp, ps, a, b in zip(texts, self.ids, lts, sps, sorted_p, et, es):
+            item: dict[str, Any] = {"ids": ids, "uld": ps}
+            ct, cs, bounds = align_chunks(a, b, text)
+            item["fine"] = (torch.as_tensor(cs), torch.zeros(len(bounds)).index_add(0, torch.as_tensor(ct), lt))
+            ct, cs, bounds = align_chunks(a, b, text, debias=True)
+            ct, cs = torch.as_tensor(ct), torch.as_tensor(cs)
+            n = len(bounds)
+            lp_word = torch.zeros(n).index_add(0, ct, lt)
+            # last token of each chunk; the next-token distribution after token k sits at position k + 1
+            last_t = torch.zeros(n, dtype=torch.long).scatter_reduce(0, ct, torch.arange(len(ct)), "amax")
+            last_s = torch.zeros(n, dtype=torch.long).scatter_reduce(0, cs, torch.arange(len(cs)), "amax")
+            outcome = sp[last_t + 1]
+            outcome[-1] = 0.0  # the text's end: no next word to predict
+            end_s = last_s + 1
+            end_s[-1] = -1
+            item["word"] = (cs, lp_word + outcome)
+            item["word_end"] = end_s
             self.items.append(item)
 
     def __len__(self) -> int:
@@ -306,14 +409,24 @@ class DistillData:
     def collate(self, batch: list[dict]) -> dict[str, torch.Tensor]:
         x, m = _batch([b["ids"] for b in batch], self.tok_s, "cpu")
         out = {"input_ids": x, "attention_mask": m}
+        N = x.shape[1] - 1
         for key in ("fine", "word"):
             C = max(len(b[key][1]) for b in batch)
-            idx = torch.full((len(batch), x.shape[1] - 1), -1, dtype=torch.long)
+            idx = torch.full((len(batch), N), -1, dtype=torch.long)
             lpt, cm = torch.zeros(len(batch), C), torch.zeros(len(batch), C)
             for i, b in enumerate(batch):
                 cs, lt = b[key]
                 idx[i, : len(cs)], lpt[i, : len(lt)], cm[i, : len(lt)] = cs, lt, 1
             out.update({f"{key}_idx": idx, f"{key}_lp_t": lpt, f"{key}_mask": cm})
+        C = out["word_lp_t"].shape[1]
+        end = torch.full((len(batch), C), -1, dtype=torch.long)
+        V = batch[0]["uld"].shape[-1]
+        p_t, um = torch.zeros(len(batch), N, V), torch.zeros(len(batch), N)
+        for i, b in enumerate(batch):
+            end[i, : len(b["word_end"])] = b["word_end"]
+            k = min(len(b["ids"]), len(b["uld"]))
+            p_t[i, :k], um[i, :k] = b["uld"][:k], 1
+        out.update({"word_end": end, "uld_p_t": p_t, "uld_mask": um})
         return out
 
     def loader(self, batch_size: int, seed: int = 0) -> DataLoader:
@@ -325,8 +438,10 @@ class CrossTokenizerDistiller(L.LightningModule):
     """Trains a student with its own tokenizer by one of ``METHODS``:
 
     * ``"sft"`` — next-token cross-entropy on the student's tokenization of the transfer text;
-    * ``"alm"`` — ALM on debiased (whole-word) chunks; ``"alm_nodebias"`` — ALM on all shared boundaries;
-    * ``"alm+sft"`` — the sum of the two.
+    * ``"uld"`` — SFT + universal logit distillation (sorted distributions at equal token index);
+    * ``"alm"`` — ALM on whole-word chunks with outcome-chunk debiasing (the paper's method);
+    * ``"alm_nodebias"`` — ALM on all shared boundaries, no debiasing;
+    * ``"alm+sft"`` — the sum of ``"alm"`` and ``"sft"``.
     """
 
     def __init__(self, model, method: str = "alm", *, tau: float = 1.0, lr: float = 1e-3, warmup: int = 10,
@@ -334,21 +449,28 @@ class CrossTokenizerDistiller(L.LightningModule):
         super().__init__()
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-        if not (isinstance(tau, (int, float)) and tau > 0):
+        if isinstance(tau, bool) or not (isinstance(tau, (int, float)) and tau > 0):
             raise ValueError(f"tau must be a positive number, got {tau!r}")
         self.save_hyperparameters(ignore=["model"])
         self.model = model
         self.history: list[float] = []
+        self.space_ids: torch.Tensor | None = None  # set by `distill` from the student tokenizer
 
     def training_step(self, batch, batch_idx):
         x, m = batch["input_ids"], batch["attention_mask"]
-        lp = token_logprobs(self.model, x, m)
+        lp, logits = token_logprobs(self.model, x, m, return_logits=True)
         method, loss = self.hparams.method, lp.new_zeros(())
-        if method in ("sft", "alm+sft"):
+        if method in ("sft", "alm+sft", "uld"):
             loss = loss - lp.sum() / m[:, 1:].sum()
-        if method != "sft":
+        if method == "uld":
+            loss = loss + uld_loss(batch["uld_p_t"], logits[:, :-1], batch["uld_mask"])
+        if method in ("alm", "alm_nodebias", "alm+sft"):
             key = "fine" if method == "alm_nodebias" else "word"
             lp_s = chunk_logprobs(lp, batch[f"{key}_idx"], batch[f"{key}_lp_t"].shape[1])
+            if key == "word":  # outcome-chunk debiasing: + log P_S(next token starts a word)
+                end = batch["word_end"]
+                sp = _space_logprob(logits, self.space_ids.to(logits.device))
+                lp_s = lp_s + torch.where(end >= 0, sp.gather(1, end.clamp(min=0)), torch.zeros_like(lp_s))
             loss = loss + alm_loss(batch[f"{key}_lp_t"], lp_s, batch[f"{key}_mask"], tau=self.hparams.tau)
         self.history.append(float(loss.detach()))
         return loss
@@ -375,6 +497,7 @@ def distill(student, data: DistillData, method: str, *, steps: int = 100, batch_
     L.seed_everything(seed, verbose=False)
     module = CrossTokenizerDistiller(student, method, tau=tau, lr=lr, warmup=min(warmup, steps - 1) if steps > 1
                                      else 0, total_steps=steps)
+    module.space_ids = data.space_s
     trainer = make_trainer(max_epochs=None, max_steps=steps, limit_val_batches=0, num_sanity_val_steps=0)
     student.train()
     trainer.fit(module, train_dataloaders=data.loader(batch_size, seed))
