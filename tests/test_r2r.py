@@ -18,9 +18,15 @@ def setup():
 
 
 def test_modchain_is_consistent():
-    for p, a in r2r.modchain(50, n_steps=3, seed=3):
+    pairs = r2r.modchain(200, n_steps=3, seed=3)
+    for p, a in pairs:
         assert r2r.is_correct(p, a)
         assert all(s in a.split() for s in r2r.SEPARATORS) or any(s in a.split() for s in r2r.SEPARATORS)
+    # both operand orders of a "+" step occur, and all three separators
+    firsts = {a.split()[0] == p.split()[1] for p, a in pairs if p.split()[2] == "+"}
+    assert firsts == {True, False}
+    assert {w for _, a in pairs for w in a.split()} >= set(r2r.SEPARATORS)
+    assert all(a.split()[0] == p.split()[1] for p, a in r2r.modchain(50, swap=False, seed=1))
     with pytest.raises(ValueError, match="modulus"):
         r2r.modchain(3, modulus=11)
     with pytest.raises(ValueError, match="ops"):
@@ -72,6 +78,46 @@ def test_routed_generation_endpoints(setup):
             r2r.routed_generate(slm, llm, tok, prompts, score, bad)
 
 
+def test_routed_generation_pad_id_is_not_assumed_zero(setup):
+    # GPT-2/Qwen tokenizers have a real token at id 0: padding must follow the tokenizer's pad id
+    import copy
+
+    data, tok, llm, slm = setup
+    tok2 = copy.deepcopy(tok)
+    tok2.pad_token = "<unk>"
+    assert tok2.pad_token_id != 0
+    prompts = [p for p, _ in data[:6]] + ["Q 1 + 1"]  # different lengths: left padding is used
+    for t, ref in ((0.0, llm), (1.0, slm)):
+        g = r2r.routed_generate(slm, llm, tok2, prompts, r2r.random_score(0), t, max_new_tokens=10)
+        assert g.tokens == generate(ref, tok2, prompts, max_new_tokens=10).tokens
+        assert g.tokens == r2r.routed_generate(slm, llm, tok, prompts, r2r.random_score(0), t, max_new_tokens=10).tokens
+    # a mixed run equals running each prompt alone (the LLM cache catch-up is per batch)
+    gm = r2r.routed_generate(slm, llm, tok2, prompts, r2r.entropy_score, 0.3, max_new_tokens=10)
+    for i, p in enumerate(prompts):
+        assert r2r.routed_generate(slm, llm, tok2, [p], r2r.entropy_score, 0.3, max_new_tokens=10).tokens[0] == gm.tokens[i]
+
+
+def test_fit_router_validates_and_thresholds_on_validation(setup):
+    data, tok, llm, slm = setup
+    rows = r2r.collect_router_data(llm, slm, tok, [p for p, _ in data[:30]], max_new_tokens=10, top_k=4,
+                                   n_samples=1)
+    assert rows["query"].max() < 30 and len(rows["label"]) > 30
+    n = len(rows["label"])
+    tr = torch.arange(n) % 2 == 0
+    rows["different"] = (torch.arange(n) % 3 == 0).float()
+    rows["divergent"] = (torch.arange(n) % 5 == 0).float()
+    router, tau = r2r.fit_router(rows, tr, ~tr, target="different", epochs=1)
+    with torch.no_grad():
+        p = torch.sigmoid(router((rows["features"][~tr] - router.mu) / router.sd))
+    assert tau == r2r.recall_threshold(p, rows["divergent"][~tr], 0.95)
+    with pytest.raises(ValueError, match="overlap"):
+        r2r.fit_router(rows, tr, tr)
+    with pytest.raises(ValueError, match="target"):
+        r2r.fit_router(rows, tr, ~tr, target="same")
+    with pytest.raises(ValueError, match="n_samples"):
+        r2r.collect_router_data(llm, slm, tok, ["Q 1 + 1"], n_samples=-1)
+
+
 def test_recall_threshold_toy():
     scores = torch.tensor([0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05])
     labels = torch.tensor([1, 0, 1, 0, 1, 0, 0, 1, 0, 0])
@@ -95,14 +141,14 @@ def test_router_pipeline_smoke(setup):
     assert torch.equal(rows["divergent"], (rows["label"] == 2).float())
     target = rows["different"] if 0 < rows["different"].sum() < n else (torch.arange(n) % 2).float()
     router = r2r.train_router(rows["features"], target, epochs=2)
-    p = r2r.router_score(router, slm, top_k=4)(torch.randn(3, 16), torch.randn(3, len(tok)), None)
+    p = r2r.router_score(router, slm, top_k=4)(torch.randn(3, 16), torch.randn(3, len(tok)), None, None)
     assert p.shape == (3,) and bool(((p >= 0) & (p <= 1)).all())
     with pytest.raises(ValueError, match="both classes"):
         r2r.train_router(rows["features"], torch.zeros(n), epochs=1)
 
 
 def test_entropy_and_cost():
-    h = r2r.entropy_score(None, torch.zeros(2, 8), None)
+    h = r2r.entropy_score(None, torch.zeros(2, 8))
     assert torch.allclose(h, torch.ones(2, dtype=torch.float64))
     assert r2r.activated_params(10, 100, 0.1, 1) == pytest.approx(21.0)
     with pytest.raises(ValueError, match="llm_rate"):

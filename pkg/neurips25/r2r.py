@@ -4,14 +4,16 @@ Fu et al., *R2R: Efficiently Navigating Divergent Reasoning Paths with Small-Lar
 Routing*, NeurIPS 2025 (arXiv 2505.21600). At CPU scale:
 
 * ``modchain`` — the synthetic reasoning task: chains of modular arithmetic written step by step,
-  with two interchangeable step separators (``;`` and ``,``) so that *neutral* disagreements exist.
+  with interchangeable step separators (``;``, ``,``, ``.``) and both operand orders for ``+``, so
+  that *neutral* disagreements (different token, same reasoning) are common.
 * ``label_tokens`` / ``collect_router_data`` — the path-following labelling of Algorithm 1 with a
   programmatic ``verify`` (it replaces the paper's 72B judge model).
 * ``Router`` — the MLP over [SLM last hidden state; embedding of the SLM token; top-k logits],
   trained with BCE and ``pos_weight = n_neg / n_pos`` (a ``LightningModule``).
 * ``recall_threshold`` — the smallest LLM rate subject to recall(divergent) >= 0.95 on validation.
 * ``routed_generate`` — the inference loop: the SLM proposes each token; when the routing score is
-  >= tau the LLM produces that token instead (no rollback).
+  >= tau the LLM produces that token instead (no rollback). Both models keep a KV cache; the LLM
+  catches up on the tokens it has not read in one parallel (prefill) call when it is needed.
 * ``activated_params`` — the cost model (average activated parameters per token).
 """
 from __future__ import annotations
@@ -25,23 +27,25 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from neurips25.lm import cache_kwarg, encode_batch, output_cache
+from neurips25.lm import cache_kwarg, encode_batch, generate, output_cache
 
 __all__ = ["OPS", "SEPARATORS", "modchain", "answer_of", "is_correct", "step_values", "verify", "label_tokens",
-           "collect_router_data", "router_features", "Router", "train_router", "recall_threshold",
+           "collect_router_data", "router_features", "Router", "train_router", "recall_threshold", "fit_router",
            "routed_generate", "RoutedGeneration", "router_score", "entropy_score", "random_score",
            "oracle_score", "activated_params"]
 
 OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
-SEPARATORS = (";", ",")
+SEPARATORS = (";", ",", ".")
 IDENTICAL, NEUTRAL, DIVERGENT = 0, 1, 2
 
 
 # ----------------------------------------------------------------------------------------- task
-def modchain(n: int, *, n_steps: int = 2, modulus: int = 5, ops: str = "+-", seed: int = 0) -> list[tuple[str, str]]:
-    """``n`` (prompt, answer) pairs, e.g. ``("Q 3 + 4 - 2", "3 + 4 = 2 ; 2 - 2 = 0 , A 0")``.
+def modchain(n: int, *, n_steps: int = 2, modulus: int = 5, ops: str = "+-", swap: bool = True,
+             seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` (prompt, answer) pairs, e.g. ``("Q 3 + 4 - 2", "4 + 3 = 2 ; 2 - 2 = 0 . A 0")``.
 
-    Each step ``a op b = c`` is followed by a separator drawn uniformly from ``SEPARATORS``: the two are
+    Each step ``a op b = c`` is followed by a separator drawn uniformly from ``SEPARATORS``, and with
+    ``swap`` a ``+`` step is written ``a + b`` or ``b + a`` at random. Both choices are
     interchangeable, so a model that picks the other one is *different* but not *divergent*.
     """
     if not isinstance(n, int) or n < 1:
@@ -61,7 +65,8 @@ def modchain(n: int, *, n_steps: int = 2, modulus: int = 5, ops: str = "+-", see
             op, b = rng.choice(ops), rng.randrange(modulus)
             c = OPS[op](a, b) % modulus
             q += [op, str(b)]
-            steps += [str(a), op, str(b), "=", str(c), rng.choice(SEPARATORS)]
+            x, y = (b, a) if swap and op == "+" and rng.random() < 0.5 else (a, b)
+            steps += [str(x), op, str(y), "=", str(c), rng.choice(SEPARATORS)]
             a = c
         out.append((" ".join(q), " ".join(steps + ["A", str(a)])))
     return out
@@ -128,7 +133,7 @@ def label_tokens(llm, tok, prefixes: Sequence[list[int]], y_s: Sequence[int], y_
         for y in (int(y_s[i]), int(y_l[i])):
             seqs.append(list(prefixes[i]) + [y])
             ends.append(y == eos)  # EOS ends the sentence (and the answer) at once
-    conts = _greedy_ids(llm, seqs, max_new_tokens, eos)
+    conts = _greedy_ids(llm, tok, seqs, max_new_tokens)
     for k, i in enumerate(diff):
         texts = []
         for j in (2 * k, 2 * k + 1):
@@ -140,59 +145,48 @@ def label_tokens(llm, tok, prefixes: Sequence[list[int]], y_s: Sequence[int], y_
     return labels
 
 
-def _greedy_ids(model, seqs: list[list[int]], max_new_tokens: int, eos: int) -> list[list[int]]:
-    """Greedy continuation of BOS-less id sequences (batched, left-padded, KV cache)."""
-    pad = 0
-    T = max(len(s) for s in seqs) + 1
+def _greedy_ids(model, tok, seqs: list[list[int]], max_new_tokens: int) -> list[list[int]]:
+    """Greedy continuation of BOS-less id sequences with the toolkit's ``generate`` (left padding
+    with the tokenizer's pad id, position ids, KV cache, the model's device). The ids go through
+    the text (``decode`` → ``encode``), exact for the word tokenizer of ModChain."""
+    texts = [tok.decode(s_) for s_ in seqs]
+    return generate(model, tok, texts, max_new_tokens=max_new_tokens).tokens
+
+
+def _right_padded(seqs: list[list[int]], tok, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """BOS + each sequence, right-padded with the tokenizer's pad id, on ``device``."""
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    T = max(len(s_) for s_ in seqs) + 1
     ids = torch.full((len(seqs), T), pad, dtype=torch.long)
     mask = torch.zeros_like(ids)
-    for r, s in enumerate(seqs):
-        ids[r, T - len(s) - 1:] = torch.tensor([model.config.bos_token_id] + s)
-        mask[r, T - len(s) - 1:] = 1
-    out = _decode(model, ids, mask, max_new_tokens, eos)
-    return [o for o in out]
-
-
-def _decode(model, ids, mask, max_new_tokens, eos) -> list[list[int]]:
-    pos = (mask.cumsum(-1) - 1).clamp(min=0)
-    ckw, cache, res = cache_kwarg(model), None, []
-    done = torch.zeros(ids.shape[0], dtype=torch.bool)
-    step_ids, step_pos = ids, pos
-    for _ in range(max_new_tokens):
-        kw = dict(input_ids=step_ids, attention_mask=mask, position_ids=step_pos, use_cache=True)
-        if cache is not None:
-            kw[ckw] = cache
-        out = model(**kw)
-        cache = output_cache(out)
-        nxt = out.logits[:, -1].argmax(-1)
-        res.append(torch.where(done, torch.full_like(nxt, -1), nxt))
-        done = done | (nxt == eos)
-        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
-        pos = torch.cat([pos, pos[:, -1:] + 1], 1)
-        step_ids, step_pos = nxt[:, None], pos[:, -1:]
-        if bool(done.all()):
-            break
-    res = torch.stack(res, 1).tolist()
-    return [[t for t in r if t >= 0] for r in res]
+    for r, s_ in enumerate(seqs):
+        ids[r, : len(s_) + 1] = torch.tensor([tok.bos_token_id] + list(s_))
+        mask[r, : len(s_) + 1] = 1
+    return ids.to(device), mask.to(device)
 
 
 @torch.no_grad()
-def collect_router_data(llm, slm, tok, prompts: Sequence[str], *, max_new_tokens: int = 32, top_k: int = 8) -> dict:
+def collect_router_data(llm, slm, tok, prompts: Sequence[str], *, max_new_tokens: int = 32, top_k: int = 8,
+                        n_samples: int = 0, temperature: float = 1.0, seed: int = 0) -> dict:
     """The data pipeline (Sec. 3 / Alg. 1): LLM responses → SLM prefill → continuation labels.
 
-    Returns a dict of per-token rows: ``features`` (for ``Router``), ``label`` (0/1/2 =
-    identical/neutral/divergent), ``divergent`` and ``different`` (0/1 targets) and ``query``.
+    The responses are the LLM's greedy answer to every prompt plus ``n_samples`` answers sampled at
+    ``temperature`` (more labelled paths per question). Returns a dict of per-token rows:
+    ``features`` (for ``Router``), ``label`` (0/1/2 = identical/neutral/divergent), ``divergent``
+    and ``different`` (0/1 targets) and ``query`` (the index of the prompt).
     """
-    gen = _decode(llm, *encode_batch(tok, list(prompts), add_bos=True, side="left")[:2], max_new_tokens,
-                  tok.eos_token_id)
-    p_ids = [list(tok(p, add_special_tokens=False)["input_ids"]) for p in prompts]
-    seqs = [p + r for p, r in zip(p_ids, gen)]
-    T = max(len(s) for s in seqs) + 1
-    ids = torch.zeros((len(seqs), T), dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    for r, s in enumerate(seqs):  # right-padded teacher forcing of the LLM's path through the SLM
-        ids[r, : len(s) + 1] = torch.tensor([tok.bos_token_id] + s)
-        mask[r, : len(s) + 1] = 1
+    prompts = list(prompts)
+    if not isinstance(n_samples, int) or n_samples < 0:
+        raise ValueError(f"n_samples must be a non-negative int, got {n_samples!r}")
+    gen = generate(llm, tok, prompts, max_new_tokens=max_new_tokens).tokens
+    qid = list(range(len(prompts)))
+    for k in range(n_samples):
+        gen += generate(llm, tok, prompts, max_new_tokens=max_new_tokens, temperature=temperature,
+                        seed=seed + k).tokens
+        qid += list(range(len(prompts)))
+    p_ids = [list(tok(prompts[q], add_special_tokens=False)["input_ids"]) for q in qid]
+    # right-padded teacher forcing of the LLM's path through the SLM
+    ids, mask = _right_padded([p + r for p, r in zip(p_ids, gen)], tok, _device(slm))
     out = slm(input_ids=ids, attention_mask=mask, output_hidden_states=True)
     prefixes, ys, yl, rows, query = [], [], [], [], []
     for r, (p, g) in enumerate(zip(p_ids, gen)):
@@ -202,11 +196,11 @@ def collect_router_data(llm, slm, tok, prompts: Sequence[str], *, max_new_tokens
             ys.append(int(out.logits[r, at].argmax()))
             yl.append(t)
             rows.append((r, at))
-            query.append(r)
+            query.append(qid[r])
     labels = label_tokens(llm, tok, prefixes, ys, yl)
     r_idx = torch.tensor([a for a, _ in rows])
     t_idx = torch.tensor([b for _, b in rows])
-    feats = router_features(slm, out.hidden_states[-1][r_idx, t_idx], out.logits[r_idx, t_idx], top_k)
+    feats = router_features(slm, out.hidden_states[-1][r_idx, t_idx], out.logits[r_idx, t_idx], top_k).cpu()
     lab = torch.tensor(labels)
     return dict(features=feats, label=lab, divergent=(lab == DIVERGENT).float(), different=(lab != IDENTICAL).float(),
                 query=torch.tensor(query), responses=[tok.decode(g, skip_special_tokens=True) for g in gen])
@@ -222,6 +216,10 @@ def router_features(slm, hidden: torch.Tensor, logits: torch.Tensor, top_k: int 
         raise ValueError(f"top_k must be an int in [1, vocab size {logits.shape[1]}], got {top_k!r}")
     emb = slm.get_input_embeddings()(logits.argmax(-1))
     return torch.cat([hidden, emb, logits.topk(top_k, -1).values], -1).float()
+
+
+def _device(model) -> torch.device:
+    return next(model.parameters()).device
 
 
 class _Residual(nn.Module):
@@ -279,14 +277,18 @@ def train_router(features: torch.Tensor, target: torch.Tensor, *, epochs: int = 
 
 
 def router_score(router: Router, slm, top_k: int = 8) -> Callable:
-    """Score function for ``routed_generate``: the router's probability that the SLM token is divergent."""
-    def score(hidden, logits, ids):
-        x = (router_features(slm, hidden, logits, top_k) - router.mu) / router.sd
-        return torch.sigmoid(router(x).double())
+    """Score function for ``routed_generate``: the router's probability that the SLM token is divergent.
+
+    Runs in the same step as the SLM, on its outputs (one small MLP call per decoding step)."""
+    dev = router.mu.device
+
+    def score(hidden, logits, ids, mask):
+        x = (router_features(slm, hidden, logits, top_k).to(dev) - router.mu) / router.sd
+        return torch.sigmoid(router(x).double()).to(logits.device)
     return score
 
 
-def entropy_score(hidden, logits, ids):
+def entropy_score(hidden, logits, ids=None, mask=None):
     """Baseline: normalised entropy of the SLM's next-token distribution, H / log V ∈ [0, 1]."""
     logp = torch.log_softmax(logits.double(), -1)
     return -(logp.exp() * logp).sum(-1) / torch.log(torch.tensor(float(logits.shape[-1]), dtype=torch.float64))
@@ -295,18 +297,40 @@ def entropy_score(hidden, logits, ids):
 def random_score(seed: int = 0) -> Callable:
     """Baseline: uniform random scores, so threshold tau sends a fraction ≈ 1 - tau to the LLM."""
     gen = torch.Generator().manual_seed(seed)
-    return lambda hidden, logits, ids: torch.rand(logits.shape[0], generator=gen, dtype=torch.float64)
+    return lambda hidden, logits, ids, mask: torch.rand(logits.shape[0], generator=gen,
+                                                        dtype=torch.float64).to(logits.device)
 
 
 def oracle_score(llm, tok) -> Callable:
     """Upper bound: Algorithm 1 run online — 1 where the SLM token is divergent, else 0 (needs the LLM)."""
-    def score(hidden, logits, ids):
+    def score(hidden, logits, ids, mask):
         y_s = logits.argmax(-1)
-        y_l = _last_logits(llm, ids).argmax(-1)
-        prefixes = [[t for t in row.tolist() if t != tok.pad_token_id][1:] for row in ids]
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        y_l = llm(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, -1].argmax(-1)
+        prefixes = [row[m.bool()].tolist()[1:] for row, m in zip(ids, mask)]  # drop pads and BOS
         lab = label_tokens(llm, tok, prefixes, y_s.tolist(), y_l.tolist())
-        return (torch.tensor(lab) == DIVERGENT).double()
+        return (torch.tensor(lab) == DIVERGENT).double().to(logits.device)
     return score
+
+
+def fit_router(rows: dict, train: torch.Tensor, val: torch.Tensor, *, target: str = "divergent",
+               recall: float = 0.95, epochs: int = 30, seed: int = 0) -> tuple[Router, float]:
+    """Train a ``Router`` on the ``train`` rows of ``collect_router_data`` output and pick its
+    threshold on the ``val`` rows: recall(divergent) >= ``recall`` (Sec. 4.1: the threshold is chosen
+    on validation data). ``target`` is what the router learns: ``"divergent"`` (R2R) or
+    ``"different"`` (the ablation); the threshold always targets the divergent tokens."""
+    if target not in ("divergent", "different"):
+        raise ValueError(f"target must be 'divergent' or 'different', got {target!r}")
+    train, val = torch.as_tensor(train, dtype=torch.bool), torch.as_tensor(val, dtype=torch.bool)
+    n = len(rows["label"])
+    if train.shape != (n,) or val.shape != (n,):
+        raise ValueError(f"train and val must be boolean masks of length {n}")
+    if bool((train & val).any()):
+        raise ValueError("train and val rows must not overlap")
+    router = train_router(rows["features"][train], rows[target][train], epochs=epochs, seed=seed)
+    with torch.no_grad():
+        p = torch.sigmoid(router((rows["features"][val] - router.mu) / router.sd))
+    return router, recall_threshold(p, rows["divergent"][val], recall)
 
 
 def recall_threshold(scores: torch.Tensor, labels: torch.Tensor, recall: float = 0.95) -> float:
@@ -337,51 +361,58 @@ class RoutedGeneration:
     llm_rate: float
 
 
-def _last_logits(model, ids: torch.Tensor) -> torch.Tensor:
-    mask = (ids != 0).long()
-    pos = (mask.cumsum(-1) - 1).clamp(min=0)
-    return model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, -1]
-
-
 @torch.no_grad()
 def routed_generate(slm, llm, tok, prompts: Sequence[str], score: Callable, tau: float, *,
                     max_new_tokens: int = 32) -> RoutedGeneration:
     """R2R inference (Sec. 4.2): greedy SLM decoding; a token whose score is >= ``tau`` is replaced by
     the LLM's greedy token at the same prefix. ``tau = 0`` is LLM-only, ``tau = 1`` SLM-only.
 
-    The SLM keeps a KV cache (it sees every token, whoever produced it); the LLM is run on the routed
-    rows only, over their full prefix — the simplest exact scheme (no LLM cache).
+    ``score(hidden, logits, ids, mask)`` gets the SLM's last hidden state and logits, and the
+    left-padded prefix with its attention mask. Both models keep a KV cache. The SLM reads every
+    token as it is written; the LLM runs only at steps where some row is routed, and then reads all
+    the tokens written since its last call in one parallel (prefill) pass before producing the next
+    token — the paper's scheme, which replaces most sequential LLM decode steps by SLM steps.
+    Padding uses the tokenizer's pad id and all tensors live on the SLM's device.
     """
     if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not 0.0 <= tau <= 1.0:
         raise ValueError(f"tau must be a float in [0, 1] (0 = LLM only, 1 = SLM only), got {tau!r}")
     if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
-    ids, mask, pos = encode_batch(tok, list(prompts), add_bos=True, side="left")
-    ckw, cache = cache_kwarg(slm), None
+    dev = _device(slm)
+    ids, mask, pos = (t.to(dev) for t in encode_batch(tok, list(prompts), add_bos=True, side="left"))
+    ckw_s, ckw_l, cache_s, cache_l, seen_l = cache_kwarg(slm), cache_kwarg(llm), None, None, 0
     B, eos = ids.shape[0], tok.eos_token_id
-    done = torch.zeros(B, dtype=torch.bool)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else eos
+    done = torch.zeros(B, dtype=torch.bool, device=dev)
+    lengths = torch.zeros(B, dtype=torch.long, device=dev)
     new, routed = [], []
     step_ids, step_pos = ids, pos
     for _ in range(max_new_tokens):
         kw = dict(input_ids=step_ids, attention_mask=mask, position_ids=step_pos, use_cache=True,
-                  output_hidden_states=True)
-        if cache is not None:
-            kw[ckw] = cache
+                  output_hidden_states=tau < 1.0)
+        if cache_s is not None:
+            kw[ckw_s] = cache_s
         out = slm(**kw)
-        cache = output_cache(out)
+        cache_s = output_cache(out)
         logits = out.logits[:, -1]
         nxt = logits.argmax(-1)
         if tau >= 1.0:
-            go = torch.zeros(B, dtype=torch.bool)
+            go = torch.zeros(B, dtype=torch.bool, device=dev)
         elif tau <= 0.0:
             go = ~done
         else:  # p is clamped below 1 so that tau = 1 can never route
-            p = score(out.hidden_states[-1][:, -1], logits, ids).clamp(0.0, 1 - 1e-12)
+            p = score(out.hidden_states[-1][:, -1], logits, ids, mask).clamp(0.0, 1 - 1e-12)
             go = (p >= tau) & ~done
-        if go.any():
-            r = go.nonzero().squeeze(-1)
-            nxt[r] = _last_logits(llm, ids[r]).argmax(-1)
-        nxt = torch.where(done, torch.zeros_like(nxt), nxt)
+        if bool(go.any()):  # the LLM catches up on the unread tokens (one prefill), then decodes one
+            kw = dict(input_ids=ids[:, seen_l:], attention_mask=mask, position_ids=pos[:, seen_l:],
+                      use_cache=True)
+            if cache_l is not None:
+                kw[ckw_l] = cache_l
+            out_l = llm(**kw)
+            cache_l, seen_l = output_cache(out_l), ids.shape[1]
+            nxt = torch.where(go, out_l.logits[:, -1].argmax(-1), nxt)
+        nxt = torch.where(done, torch.full_like(nxt, pad), nxt)
+        lengths += (~done).long()
         new.append(nxt)
         routed.append(go)
         done = done | (nxt == eos)
@@ -391,11 +422,10 @@ def routed_generate(slm, llm, tok, prompts: Sequence[str], score: Callable, tau:
         step_ids, step_pos = nxt[:, None], pos[:, -1:]
         if bool(done.all()):
             break
-    new, routed = torch.stack(new, 1), torch.stack(routed, 1)
-    lengths = [int((row != 0).sum()) for row in new]  # pad (0) only after EOS
-    tokens = [new[i, :n].tolist() for i, n in enumerate(lengths)]
-    from_llm = [routed[i, :n].tolist() for i, n in enumerate(lengths)]
-    n_tok = sum(lengths)
+    new, routed = torch.stack(new, 1).cpu(), torch.stack(routed, 1).cpu()
+    tokens = [new[i, : int(n)].tolist() for i, n in enumerate(lengths)]
+    from_llm = [routed[i, : int(n)].tolist() for i, n in enumerate(lengths)]
+    n_tok = int(lengths.sum())
     return RoutedGeneration(texts=[tok.decode(t, skip_special_tokens=True) for t in tokens], tokens=tokens,
                             from_llm=from_llm, llm_rate=sum(map(sum, from_llm)) / max(n_tok, 1))
 
