@@ -107,3 +107,41 @@ def test_smoke_run_budget(setup):
     assert 0 <= rec["test"] <= 1 and rec["n_changed"] == rec["n_effective"] <= 5
     full = E.run_budget(model, "full", 1e-3, 0, data, steps=2)
     assert "n_changed" not in full
+
+
+def test_rival_laws_have_ceilings_and_the_broken_power_law_nests_the_logistic():
+    p = np.logspace(0, 4, 30)
+    assert set(E.MODELS) == {"logistic", "power law", "saturating exp", "broken power law"}
+    # every law saturates: none exceeds its ceiling parameter acc_inf
+    assert E.MODELS["power law"][0](p, 0.9, 0.2, 0.5, 0.25).max() == pytest.approx(0.9)
+    assert E.MODELS["broken power law"][0](p, 0.9, 30.0, 1.0, 0.5, 0.25).max() <= 0.9
+    # with sharpness f = 1/a and slope c = a, the broken power law is the logistic in log p
+    a, b = 1.7, np.log(40.0)
+    np.testing.assert_allclose(E.MODELS["broken power law"][0](p, 0.95, np.exp(b), a, 1 / a, 0.25),
+                               E.MODELS["logistic"][0](p, 0.95, a, b, 0.25), rtol=1e-10)
+    # a pure (capped) power law is recognised as such by AIC
+    acc = E.MODELS["power law"][0](p, 0.9, 0.05, 0.4, 0.25) + np.random.default_rng(1).normal(0, 0.002, len(p))
+    assert E.compare_fits(p, acc, 0.25)[0]["name"] in ("power law", "broken power law")
+
+
+def test_lr_grid_is_per_budget_and_validated():
+    assert E.lr_grid(1) == [0.3, 1.0, 3.0]
+    assert E.lr_grid(100)[2] == pytest.approx(0.3) and E.lr_grid(3072)[2] < E.lr_grid(100)[2]
+    assert E.lr_grid("full") == [1e-3, 3e-3]
+    for bad in (0, -3, 2.5, True, "all"):
+        with pytest.raises(ValueError, match="p must be"):
+            E.lr_grid(bad)
+
+
+def test_prequential_mdl(setup):
+    tok, model, X, y, choices = setup
+    r = E.prequential_mdl(model, X, y, choices, block=8, steps_per_block=1, lr=1e-3)
+    assert len(r["per_block"]) == 4 and r["uniform_bits"] == pytest.approx(32 * 2.0)
+    assert r["bits"] == pytest.approx(sum(r["per_block"])) and r["bits"] > 0
+    # the first block is coded by the untrained model: equal to its cross-entropy in bits
+    with torch.no_grad():
+        lp = torch.log_softmax(model(input_ids=X[:8]).logits[:, -1][:, choices], -1)
+    pos = (y[:8, None] == choices[None]).float().argmax(1)
+    assert r["per_block"][0] == pytest.approx(float(-lp[torch.arange(8), pos].sum() / np.log(2)), rel=1e-5)
+    with pytest.raises(ValueError, match="block"):
+        E.prequential_mdl(model, X, y, choices, block=0)

@@ -13,9 +13,12 @@ Pieces, in the paper's order:
   scattered into frozen adapter tensors, so no optimiser or weight decay can touch anything else);
 * the budget sweep (``sweep``), the frontier $f(p)$ and gap closure
   $G(p) = (f(p) - \mathrm{Acc}_0)/(\mathrm{Acc}_\text{ceil} - \mathrm{Acc}_0)$ (``frontier``, ``gap_closure``);
-* the logistic fit in $\log p$ with power-law and saturating-exponential rivals compared by AIC/BIC,
+* the logistic fit in $\log p$ with power-law, broken-power-law and saturating-exponential rivals
+  (each with a ceiling) compared by AIC/BIC,
   and bootstrap intervals for the budgets that close 50 % / 90 % of the gap (``fit_curve``,
-  ``compare_fits``, ``params_for_gap``, ``bootstrap_params_for_gap``).
+  ``compare_fits``, ``params_for_gap``, ``bootstrap_params_for_gap``);
+* prequential MDL (``prequential_mdl``), the paper's second measure of elicitation vs teaching;
+* ``run_all`` / ``python -m neurips25.elicitation``: the stored sweep over three pretrained models.
 
 Fine-tuning runs are plain full-batch torch loops, not Lightning: a sweep is hundreds of
 sub-second runs over one tensor batch, where a ``Trainer``'s setup would cost more than the run.
@@ -33,7 +36,8 @@ from torch.func import functional_call
 
 __all__ = ["LETTERS", "DIGITS", "MARKERS", "majority_pairs", "task_tokenizer", "encode_pairs", "pretrain",
            "ExactPLoRA", "select_entries", "finetune", "accuracy", "run_budget", "sweep", "frontier",
-           "gap_closure", "MODELS", "fit_curve", "compare_fits", "params_for_gap", "bootstrap_params_for_gap"]
+           "gap_closure", "MODELS", "fit_curve", "compare_fits", "params_for_gap", "bootstrap_params_for_gap",
+           "lr_grid", "prequential_mdl", "make_data", "run_all"]
 
 LETTERS = "abcd"
 DIGITS = "1234"
@@ -257,21 +261,31 @@ def _logistic(p, acc_inf, a, b, acc0):
     return acc0 + (acc_inf - acc0) / (1.0 + np.exp(-a * (np.log(p) - b)))
 
 
-def _power(p, c, gamma, acc0):
-    return acc0 + c * np.power(p, gamma)
+def _power(p, acc_inf, c, gamma, acc0):
+    """Power law with a ceiling: it rises like ``c p^gamma`` until it meets ``acc_inf``."""
+    return np.minimum(acc0 + c * np.power(p, gamma), acc_inf)
 
 
 def _satexp(p, acc_inf, tau, acc0):
     return acc0 + (acc_inf - acc0) * (1.0 - np.exp(-p / tau))
 
 
+def _broken_power(p, acc_inf, d, c, f, acc0):
+    """Smoothly broken power law (Caballero et al. 2023, one break) for the remaining gap:
+    flat for ``p << d``, then the error ``acc_inf - acc`` falls like ``p^-c`` (sharpness ``f``)."""
+    return acc_inf - (acc_inf - acc0) * np.power(1.0 + np.power(p / d, 1.0 / f), -c * f)
+
+
 # name -> (f, initial guess(p, acc, acc0), bounds); Acc_0 is fixed to the measured p = 0 accuracy.
+# Every law has a ceiling parameter acc_inf, so none is handicapped by an unbounded rise.
 MODELS = {
     "logistic": (_logistic, lambda p, a, a0: [a.max(), 1.0, np.log(np.median(p))],
                  ([0, 1e-3, -5], [1.5, 20, 30])),
-    "power law": (_power, lambda p, a, a0: [max(a.max() - a0, 1e-3) / p.max() ** 0.3, 0.3],
-                  ([0, 0], [10, 3])),
+    "power law": (_power, lambda p, a, a0: [a.max(), max(a.max() - a0, 1e-3) / p.max() ** 0.3, 0.3],
+                  ([0, 0, 0], [1.5, 10, 3])),
     "saturating exp": (_satexp, lambda p, a, a0: [a.max(), np.median(p)], ([0, 1e-3], [1.5, 1e9])),
+    "broken power law": (_broken_power, lambda p, a, a0: [a.max(), np.median(p), 1.0, 1.0],
+                         ([0, 1e-2, 1e-2, 1e-2], [1.5, 1e6, 20, 20])),
 }
 
 
@@ -335,3 +349,122 @@ def bootstrap_params_for_gap(p, acc, acc0: float, ceiling: float, qs=(0.5, 0.9),
     return {q: {"p": params_for_gap(point, q, ceiling),
                 "lo": float(np.percentile(draws[q], 2.5)), "hi": float(np.percentile(draws[q], 97.5))}
             for q in qs}
+
+
+# ----------------------------------------------------------------------------- learning rates, MDL
+def lr_grid(p) -> list[float]:
+    """Three learning rates per budget, centred on ``3 / sqrt(p)`` (sparse budgets need large rates:
+    each of few entries must move far); ``[1e-3, 3e-3]`` for full fine-tuning. The same grid is used
+    for the pretrained and the randomly initialised model."""
+    if p == "full":
+        return [1e-3, 3e-3]
+    if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
+        raise ValueError(f"p must be a positive int or 'full', got {p!r}")
+    mid = min(3.0, 3.0 / math.sqrt(p))
+    return [round(mid / 10, 6), round(mid / 3, 6), round(mid, 6)]
+
+
+def prequential_mdl(model, X: torch.Tensor, y: torch.Tensor, choices: torch.Tensor, *, p="full",
+                    block: int = 8, steps_per_block: int = 2, lr: float = 3e-3, seed: int = 0) -> dict:
+    r"""Prequential (online) code length of the labels over one epoch (Blier & Ollivier 2018).
+
+    The examples are sent in blocks of ``block``: each block is encoded with the current model's
+    distribution over the answer tokens ``choices`` (``-log2 p(y | x)`` bits), then the model takes
+    ``steps_per_block`` Adam steps on that block. The first block is encoded by the untrained model.
+    A model that only needs eliciting compresses the labels after a few blocks; one that must be
+    taught pays close to the uniform code $\log_2 |\text{choices}|$ per example for longer.
+    ``p``: ``"full"`` (every weight) or a LoRA budget (an int). Returns total bits, bits per
+    example, the uniform code's bits and the per-block bits.
+    """
+    if X.ndim != 2 or y.shape != (X.shape[0],):
+        raise ValueError(f"X must be (N, T) and y (N,), got {tuple(X.shape)}, {tuple(y.shape)}")
+    if not isinstance(block, int) or block < 1 or block > len(y):
+        raise ValueError(f"block must be an int in [1, {len(y)}], got {block!r}")
+    torch.manual_seed(seed)
+    net = _Full(model) if p == "full" else ExactPLoRA(model, p, seed=seed)
+    params = [q for q in net.parameters() if q.requires_grad]
+    opt = torch.optim.Adam(params, lr=lr)
+    pos = (y[:, None] == choices[None]).float().argmax(1)
+    per_block = []
+    for i in range(0, len(y), block):
+        xb, yb, cb = X[i:i + block], y[i:i + block], pos[i:i + block]
+        with torch.no_grad():
+            lp = torch.log_softmax(net(xb)[:, -1][:, choices], -1)
+        per_block.append(float(-lp[torch.arange(len(cb)), cb].sum() / math.log(2)))
+        for _ in range(steps_per_block):
+            loss = F.cross_entropy(net(xb)[:, -1], yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    bits = float(sum(per_block))
+    return {"bits": bits, "bits_per_example": bits / len(y), "uniform_bits": len(y) * math.log2(len(choices)),
+            "per_block": per_block}
+
+
+# ----------------------------------------------------------------------------- the stored sweep
+def make_data(tok, *, n_train: int = 128, n_val: int = 128, n_test: int = 256) -> dict:
+    """The downstream ``#`` task: train/val/test tensors (fixed seeds 100/101/102) and answer ids."""
+    data = {}
+    for name, n, s in [("train", n_train, 100), ("val", n_val, 101), ("test", n_test, 102)]:
+        data[f"X_{name}"], data[f"y_{name}"] = encode_pairs(tok, majority_pairs(n, marker="#", seed=s))
+    data["choices"] = torch.tensor([tok.convert_tokens_to_ids(c) for c in DIGITS])
+    return data
+
+
+BUDGETS = (1, 3, 10, 30, 100, 300, 1000, "all")
+
+
+def _sweep_model(model, data, n_lora, *, steps, seeds, budgets=BUDGETS) -> dict:
+    grid = {(n_lora if b == "all" else b): lr_grid(n_lora if b == "all" else b) for b in budgets}
+    grid["full"] = lr_grid("full")
+    records = sweep(model, grid, seeds, data, steps=steps)
+    acc0 = accuracy(lambda X: model(input_ids=X).logits, data["X_test"], data["y_test"], data["choices"])
+    return {"acc0": acc0, "records": records}
+
+
+def run_all(*, models=(0, 1, 2), pretrain_steps: int = 300, steps: int = 40, mdl_block: int = 8,
+            mdl_steps: int = 2, mdl_lr: float = 3e-3) -> dict:
+    """The chapter's stored sweep: for each pretraining seed in ``models`` a pretrained model, its
+    zero-shot accuracy, the budget sweep with the per-budget learning-rate grid (subset seed = model
+    seed), and its prequential MDL; the same for a randomly initialised model (the teaching control,
+    same grid)."""
+    from neurips25.lm import tiny_model
+
+    tok = task_tokenizer()
+    data = make_data(tok)
+    out: dict = {"budgets": [str(b) for b in BUDGETS], "steps": steps, "pretrain_steps": pretrain_steps,
+                 "pretrained": {}, "mdl": {}}
+    for m in models:
+        base = pretrain(tok, steps=pretrain_steps, seed=m)
+        n_lora = ExactPLoRA(base, 0).n_lora
+        out["n_lora"] = n_lora
+        out["pretrained"][str(m)] = _sweep_model(base, data, n_lora, steps=steps, seeds=[m])
+        out["mdl"][f"pretrained {m}"] = prequential_mdl(base, data["X_train"], data["y_train"], data["choices"],
+                                                        block=mdl_block, steps_per_block=mdl_steps, lr=mdl_lr)
+    rand = tiny_model(tok, n_layer=2, n_embd=64, n_head=4, n_positions=16, seed=0)
+    out["random_init"] = _sweep_model(rand, data, out["n_lora"], steps=steps, seeds=[0])
+    out["mdl"]["random init"] = prequential_mdl(rand, data["X_train"], data["y_train"], data["choices"],
+                                                block=mdl_block, steps_per_block=mdl_steps, lr=mdl_lr)
+    return out
+
+
+def main(argv=None) -> None:
+    """``python -m neurips25.elicitation``: regenerate ``notebooks/results/elicitation.json``."""
+    import argparse
+
+    from neurips25.results import save_results
+    from neurips25.runtime import seed_everything
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--models", type=int, nargs="+", default=[0, 1, 2])
+    args = ap.parse_args(argv)
+    seed_everything(0)
+    torch.set_num_threads(1)
+    res = run_all(models=tuple(args.models))
+    path = save_results("elicitation", res, command="python -m neurips25.elicitation "
+                        + " ".join(f"--models {' '.join(map(str, args.models))}".split()), seed=0)
+    print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()
