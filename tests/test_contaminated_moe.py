@@ -132,3 +132,17 @@ def test_invalid_inputs_raise():
         cm.rate_experiment("bogus", [100], 2)
     with pytest.raises(ValueError, match="sample sizes"):
         cm.fit_slope([1, 2], [1, 2])
+
+
+def test_mle_errors_chunks_and_reports_the_tau_box():
+    """Chunked fits give per-repetition errors; a tight τ box is hit and reported."""
+    out = cm.mle_errors("distinguishable", 2000, 3, seed=1, chunk=2)
+    assert all(len(v) == 3 for v in out["errors"].values()) and len(out["at_tau_bound"]) == 3
+    assert all(out["converged"]) and not any(out["at_tau_bound"])
+    assert np.median(out["errors"]["exp_tau"]) < 0.5
+    tight = cm.mle_errors("distinguishable", 2000, 2, seed=1, tau_max=0.5)
+    assert all(tight["at_tau_bound"])  # τ* = 1 lies outside |τ| <= 0.5
+    with pytest.raises(ValueError, match="tau_max"):
+        cm.mle_errors("distinguishable", 2000, 2, tau_max=0.0)
+    with pytest.raises(ValueError, match="reps"):
+        cm.mle_errors("distinguishable", 2000, 0)

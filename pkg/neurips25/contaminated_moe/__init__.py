@@ -45,6 +45,7 @@ from .rates import (
     fit_slope,
     hellinger_error,
     is_distinguishable,
+    mle_errors,
     parameter_errors,
     rate_experiment,
 )
@@ -53,5 +54,5 @@ __all__ = [
     "FAMILIES", "SETTINGS", "THEORY_SLOPES", "PARAMS", "PretrainedExpert", "pack", "unpack", "paper_setting",
     "log_density", "neg_log_likelihood", "sample", "ContaminatedMoEMLE", "fit_with_lightning",
     "fit_mle", "nll_grad_hess", "parameter_errors", "hellinger_error", "rate_experiment", "fit_slope",
-    "distinguishability_rank", "is_distinguishable", "fisher_information", "asymptotic_sd",
+    "distinguishability_rank", "is_distinguishable", "fisher_information", "asymptotic_sd", "mle_errors",
 ]
