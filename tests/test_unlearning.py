@@ -16,6 +16,7 @@ from neurips25.unlearning import (
     minnorm_og_step,
     model_jacobian,
     project_orthogonal,
+    run_sine_sweep,
     sine_poisoning_data,
     sup_error,
     tuning_grid,
@@ -93,7 +94,26 @@ def test_baselines_run_on_a_toy_and_trainer_matches_plain_loop():
     b = unlearn(model, retain, forget, "minnorm_og", epochs=6, n_pert=5, proj_period=2, trainer=True)
     for p, q in zip(a.parameters(), b.parameters()):
         assert torch.allclose(p, q, atol=1e-6)
-    assert len(tuning_grid("minnorm_og", 100)) >= 2
+    assert {len(tuning_grid(m, T)) for m in METHODS for T in (10, 100, 1000)} == {4}  # equal budgets
+
+
+def test_projection_matches_qr_and_is_idempotent_on_an_ill_conditioned_jacobian():
+    """The Gram-matrix projection equals the QR one and leaves no component along G."""
+    g = torch.Generator().manual_seed(0)
+    base = torch.randn(6, 3000, generator=g, dtype=torch.float64)
+    G = torch.cat([base, base[:2] + 1e-5 * torch.randn(2, 3000, generator=g, dtype=torch.float64)])
+    theta = torch.randn(3000, generator=g, dtype=torch.float64)
+    Q, _ = torch.linalg.qr(G.T)
+    ref = theta - Q @ (Q.T @ theta)
+    p = project_orthogonal(theta, G)
+    assert torch.allclose(p, ref, atol=1e-9)
+    assert (G @ p).abs().max() < 1e-9 * G.norm() * theta.norm()
+    assert torch.allclose(project_orthogonal(p, G), p, atol=1e-12)
+
+
+def test_sweep_rejects_overlapping_tuning_and_evaluation_seeds():
+    with pytest.raises(ValueError, match="disjoint"):
+        run_sine_sweep(seeds=(0, 1), tune_seeds=(1, 2))
 
 
 def test_backdoor_data_and_metrics():

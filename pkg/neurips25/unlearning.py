@@ -12,7 +12,7 @@ f(θ, x) trained to *interpolate* D, parameters θ*.
   for a linear model one step with λ = 0 is exactly the minimum-norm interpolator of D_r.
 
 The Jacobian G of the model outputs is computed with ``torch.func`` (``vmap`` of ``jacrev`` over a
-``functional_call``); the projection uses a float64 QR. ``Unlearner`` is a ``LightningModule`` that
+``functional_call``); the projection works with the float64 Gram matrix of G. ``Unlearner`` is a ``LightningModule`` that
 runs the MinNorm-OG schedule or any baseline on any ``nn.Module``; ``python -m neurips25.unlearning``
 regenerates the chapter's stored sweep.
 """
@@ -82,17 +82,28 @@ def model_jacobian(model: nn.Module, x: torch.Tensor, output: str = "scalar") ->
     return torch.cat([jac[k].reshape(len(x), -1) for k in params], dim=1)
 
 
-def project_orthogonal(theta: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
-    """P_{G⊥} θ = θ − Q Qᵀ θ, Q an orthonormal basis of the row space of G (float64 QR of Gᵀ)."""
+def project_orthogonal(theta: torch.Tensor, G: torch.Tensor, rcond: float = 1e-14) -> torch.Tensor:
+    """P_{G⊥} θ = θ − Gᵀ (G Gᵀ)⁺ G θ: θ minus its component in the row space of G.
+
+    Works with the small ``n × n`` Gram matrix K = G Gᵀ instead of a QR of the ``p × n`` matrix Gᵀ
+    (≈ 4× cheaper for p ≫ n): eigendecompose K in float64, keep eigenvalues above ``rcond``·λ_max
+    (singular values above 10⁻⁷·σ_max — a float32 G is not known more precisely), and apply the
+    projection twice, which removes the round-off that squaring the condition number leaves
+    behind ("twice is enough", as in Gram–Schmidt).
+    """
     if theta.ndim != 1:
         raise ValueError(f"theta must be a flat vector, got shape {tuple(theta.shape)}")
     if G.ndim != 2 or G.shape[0] == 0 or G.shape[1] != theta.numel():
         raise ValueError(f"G must have shape (n >= 1, {theta.numel()}), got {tuple(G.shape)}")
     if not (torch.isfinite(G).all() and torch.isfinite(theta).all()):
         raise ValueError("theta and G must be finite")
-    Q, _ = torch.linalg.qr(G.T.to(torch.float64), mode="reduced")
-    t = theta.to(torch.float64)
-    return (t - Q @ (Q.T @ t)).to(theta.dtype)
+    G64, t = G.to(torch.float64), theta.to(torch.float64)
+    lam, V = torch.linalg.eigh(G64 @ G64.T)
+    keep = lam > rcond * lam[-1].clamp_min(torch.finfo(torch.float64).tiny)
+    W = V[:, keep] / lam[keep].sqrt()  # Gᵀ W is an orthonormal basis of the row space of G
+    for _ in range(2):
+        t = t - G64.T @ (W @ (W.T @ (G64 @ t)))
+    return t.to(theta.dtype)
 
 
 @torch.no_grad()
@@ -358,24 +369,29 @@ def sup_error(model: nn.Module, half_width: float, n_test: int = 1000) -> float:
 
 
 def tuning_grid(method: str, epochs: int) -> list[dict[str, Any]]:
-    """The small grid every method is tuned on (two learning rates × at most two method knobs)."""
+    """The grid every method is tuned on: the same budget of 4 configurations for each method.
+
+    Methods without a knob (GD, GA, Retrain) get four learning rates; the others two learning rates
+    × two values of their knob (noise σ, ascent weight, ridge/ℓ1 strength, MinNorm-OG's λ).
+    """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    lrs = [1e-2, 1e-3] if epochs <= 10 else [1e-3, 1e-4]
-    extra: list[dict[str, Any]] = [{}]
-    if method == "noisy_gd":
-        extra = [{"noise_sigma": s} for s in (0.1, 1.0)]
-    elif method == "neggrad_plus":
-        extra = [{"ga_coef": c} for c in (0.01, 0.1, 1.0)]
-    elif method == "ridge":
-        extra = [{"reg": r, "reg_decay": d} for r in (0.1, 1.0) for d in (0.3, 0.9)]
-    elif method == "l1_sparse":
-        extra = [{"reg": r} for r in (1e-4, 1e-3, 1e-2)]
-    elif method == "minnorm_og":
-        period = 1 if epochs <= 100 else 10
-        extra = [{"lam": lam, "reg_decay": d, "num_gd_epochs": epochs // 2, "proj_period": period, "n_pert": 20}
-                 for lam in (0.0, 9.0) for d in (0.3, 0.9)]
-    return [{"lr": lr, **e} for lr in lrs for e in extra]
+    if not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"epochs must be a positive int, got {epochs!r}")
+    lr4 = [1e-2, 3e-3, 1e-3, 3e-4] if epochs <= 10 else [3e-3, 1e-3, 3e-4, 1e-4]
+    lr2 = [1e-2, 1e-3] if epochs <= 10 else [1e-3, 1e-4]
+    period = 1 if epochs <= 100 else 10
+    knobs: dict[str, list[dict[str, Any]]] = {
+        "noisy_gd": [{"noise_sigma": s} for s in (0.1, 1.0)],
+        "neggrad_plus": [{"ga_coef": c} for c in (0.01, 0.1)],
+        "ridge": [{"reg": 0.1, "reg_decay": 0.3}, {"reg": 1.0, "reg_decay": 0.9}],
+        "l1_sparse": [{"reg": r} for r in (1e-3, 1e-2)],
+        "minnorm_og": [{"lam": lam, "reg_decay": 0.9, "num_gd_epochs": epochs // 2, "proj_period": period,
+                        "n_pert": 20} for lam in (0.0, 9.0)],
+    }
+    if method not in knobs:
+        return [{"lr": lr} for lr in lr4]
+    return [{"lr": lr, **k} for lr in lr2 for k in knobs[method]]
 
 
 # --- a classification case: a backdoor trigger on the forget set ------------------------------------
@@ -419,39 +435,53 @@ def _sine_model(seed: int, cfg: dict[str, Any], retain_only: bool = False) -> tu
     return d, model, mse
 
 
-def run_sine_sweep(seeds=(0, 1, 2), budgets=(10, 100), steps: int = 3000, lr: float = 2e-3,
-                   half_width: float = 2 * math.pi, methods=METHODS, log=None) -> dict[str, Any]:
-    """Table 1 at CPU scale: every method × its grid × seeds × epoch budgets; best config by mean."""
+def run_sine_sweep(seeds=(0, 1, 2), budgets=(10, 100, 1000), tune_seeds=(100, 101), steps: int = 3000,
+                   lr: float = 2e-3, half_width: float = 2 * math.pi, methods=METHODS, log=None) -> dict[str, Any]:
+    """Table 1 at CPU scale: every method × its grid × epoch budgets.
+
+    Each method's configuration is chosen on held-out *tuning* seeds (other data draws and
+    networks, mean sup-error) and then reported on the evaluation ``seeds``, so the reported
+    numbers are never the ones the choice was made on. Every method has the same grid budget.
+    """
+    if set(seeds) & set(tune_seeds):
+        raise ValueError(f"seeds and tune_seeds must be disjoint, got {seeds} and {tune_seeds}")
     cfg = {"steps": steps, "lr": lr, "half_width": half_width}
-    out: dict[str, Any] = {"config": {**cfg, "seeds": list(seeds), "budgets": list(budgets)},
+    out: dict[str, Any] = {"config": {**cfg, "seeds": list(seeds), "tune_seeds": list(tune_seeds),
+                                      "budgets": list(budgets)},
                            "poisoned": {}, "retain_only": {}, "budgets": {}}
     runs = {}
-    for s in seeds:
+    for s in (*tune_seeds, *seeds):
         d, model, mse = _sine_model(s, cfg)
-        _, ref, ref_mse = _sine_model(s, cfg, retain_only=True)
         runs[s] = (d, model)
         out["poisoned"][str(s)] = {"train_mse": mse, "sup": sup_error(model, half_width)}
-        out["retain_only"][str(s)] = {"train_mse": ref_mse, "sup": sup_error(ref, half_width)}
+        if s in seeds:
+            _, ref, ref_mse = _sine_model(s, cfg, retain_only=True)
+            out["retain_only"][str(s)] = {"train_mse": ref_mse, "sup": sup_error(ref, half_width)}
         if log:
             log(f"seed {s}: poisoned mse {mse:.2e} sup {out['poisoned'][str(s)]['sup']:.3f}")
+
+    def evaluate(m: str, T: int, hp: dict, which) -> tuple[list[float], list[float]]:
+        sups, rmse = [], []
+        for s in which:
+            d, model = runs[s]
+            u = unlearn(model, (d["xr"], d["yr"]), (d["xf"], d["yf"]), m, T, seed=s, **hp)
+            sups.append(sup_error(u, half_width))
+            with torch.no_grad():
+                rmse.append(float(nn.functional.mse_loss(u(d["xr"]), d["yr"])))
+        return sups, rmse
+
     for T in budgets:
         res = {}
         for m in methods:
             grid = []
             for hp in tuning_grid(m, T):
-                sups, rmse = [], []
-                for s in seeds:
-                    d, model = runs[s]
-                    u = unlearn(model, (d["xr"], d["yr"]), (d["xf"], d["yf"]), m, T, seed=s, **hp)
-                    sups.append(sup_error(u, half_width))
-                    with torch.no_grad():
-                        rmse.append(float(nn.functional.mse_loss(u(d["xr"]), d["yr"])))
-                grid.append({"hp": hp, "sup": sups, "retain_mse": rmse,
-                             "mean_sup": sum(sups) / len(sups) if all(map(math.isfinite, sups)) else float("inf")})
-            best = min(grid, key=lambda r: r["mean_sup"])
-            res[m] = {"best_hp": best["hp"], "sup": best["sup"], "retain_mse": best["retain_mse"],
-                      "median_sup": float(torch.tensor(best["sup"]).median()),
-                      "grid": [{"hp": r["hp"], "mean_sup": r["mean_sup"]} for r in grid]}
+                sups, _ = evaluate(m, T, hp, tune_seeds)
+                finite = all(map(math.isfinite, sups))
+                grid.append({"hp": hp, "tune_mean_sup": sum(sups) / len(sups) if finite else float("inf")})
+            best = min(grid, key=lambda r: r["tune_mean_sup"])
+            sups, rmse = evaluate(m, T, best["hp"], seeds)
+            res[m] = {"best_hp": best["hp"], "sup": sups, "retain_mse": rmse,
+                      "median_sup": float(torch.tensor(sups).median()), "grid": grid}
             if log:
                 log(f"T={T} {m}: median sup {res[m]['median_sup']:.3f} hp {best['hp']}")
         out["budgets"][str(T)] = res
@@ -459,17 +489,18 @@ def run_sine_sweep(seeds=(0, 1, 2), budgets=(10, 100), steps: int = 3000, lr: fl
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m neurips25.unlearning [--seeds 3] [--budgets 10 100]``: regenerate the stored sweep."""
+    """``python -m neurips25.unlearning [--seeds 3] [--budgets 10 100 1000]``: regenerate the stored sweep."""
     from .results import save_results
 
     p = argparse.ArgumentParser(description=main.__doc__)
     p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--budgets", type=int, nargs="+", default=[10, 100])
+    p.add_argument("--budgets", type=int, nargs="+", default=[10, 100, 1000])
+    p.add_argument("--tune-seeds", type=int, nargs="+", default=[100, 101])
     p.add_argument("--steps", type=int, default=3000)
     a = p.parse_args(argv)
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.set_num_threads(1)  # 90k-parameter model: thread synchronisation costs more than it saves
-    data = run_sine_sweep(tuple(range(a.seeds)), tuple(a.budgets), steps=a.steps,
+    data = run_sine_sweep(tuple(range(a.seeds)), tuple(a.budgets), tuple(a.tune_seeds), steps=a.steps,
                           log=lambda s: print(s, file=sys.stderr, flush=True))
     cmd = "python -m neurips25.unlearning " + " ".join(argv if argv is not None else sys.argv[1:])
     print(save_results("unlearning", data, cmd.strip(), seed=0))
