@@ -28,7 +28,7 @@ from neurips25.leff import (
     taylor_importance,
 )
 from neurips25.runtime import seed_everything
-from neurips25.token_reduction import TinyViT
+from neurips25.vision import TinyViT
 
 
 def _setup(n_clients=3, per=40):
@@ -279,3 +279,21 @@ def test_run_method_smoke():
     out = run_method(Method("leff", r=0.5), alpha=1.0, seed=0, rounds=1, pretrain_epochs=1, local_steps=2)
     assert len(out["acc"]) == 1 and out["capacities"] == [1, 2, 3, 1, 2, 3, 1, 2]
     assert out["flops"] > 0 and out["round_time"] > 0 and len(out["importance"]) == 6
+
+
+def test_importance_controls_without_compression():
+    """The r = 1 controls differ from LEFF (r=1) only in how blocks are chosen."""
+    from dataclasses import replace
+
+    from neurips25.leff.experiment import METHODS
+
+    ref = METHODS["LEFF (r=1)"]
+    for name, sampling in (("LEFF (random, r=1)", "random"), ("LEFF (round-robin, r=1)", "roundrobin")):
+        assert METHODS[name] == replace(ref, sampling=sampling)
+
+
+def test_cli_rejects_unknown_methods():
+    from neurips25.leff.experiment import main
+
+    with pytest.raises(SystemExit):
+        main(["--methods", "LEFF (typo)", "--seeds", "0"])

@@ -11,7 +11,7 @@ from torch import nn
 
 from ..data import load_digits_tensors
 from ..runtime import make_trainer, seed_everything, single_thread
-from ..token_reduction.training import ViTClassifier
+from ..vision import ViTClassifier
 from .core import capacity_profile, check_capacities, dirichlet_split
 from .federation import Client, Method, Server, trainable_names
 from .model import ModelSpec, build_model, n_compressed, round_time, set_trainable, step_cost
@@ -28,6 +28,10 @@ METHODS = {
     "LEFF (round-robin)": Method("leff", lr=3e-3, sampling="roundrobin", r=0.5),
     "LEFF (r=0.25)": Method("leff", lr=3e-3, sampling="importance", r=0.25),
     "LEFF (r=1)": Method("leff", lr=3e-3, sampling="importance", r=1.0),
+    # controls for the importance ablation without compression: at r = 1 every block trains behind the
+    # real (uncompressed) prefix, so importance vs random/round-robin compares block choice alone
+    "LEFF (random, r=1)": Method("leff", lr=3e-3, sampling="random", r=1.0),
+    "LEFF (round-robin, r=1)": Method("leff", lr=3e-3, sampling="roundrobin", r=1.0),
 }
 
 
@@ -134,10 +138,27 @@ def main(argv=None) -> None:
     p.add_argument("--alphas", type=float, nargs="+", default=[0.1, 1.0])
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--methods", nargs="+", default=list(METHODS))
+    p.add_argument("--merge", action="store_true",
+                   help="add these runs to the stored sweep instead of replacing it (same --rounds)")
     args = p.parse_args(argv)
+    unknown = [m for m in args.methods if m not in METHODS]
+    if unknown:
+        p.error(f"unknown methods {unknown}; choose from {list(METHODS)}")
     runs = sweep(args.seeds, args.alphas, args.methods, rounds=args.rounds)
     cmd = ("python -m neurips25.leff --seeds " + " ".join(map(str, args.seeds)) + " --alphas "
            + " ".join(map(str, args.alphas)) + f" --rounds {args.rounds}")
+    if args.methods != list(METHODS):
+        cmd += " --methods " + " ".join(f"'{m}'" for m in args.methods)
+    if args.merge:
+        from ..results import load_results
+
+        old = load_results("leff")
+        if old["data"]["rounds"] != args.rounds:
+            p.error(f"--merge needs --rounds {old['data']['rounds']} (the stored sweep's)")
+        for name, by_alpha in runs.items():
+            for a, by_seed in by_alpha.items():
+                old["data"]["runs"].setdefault(name, {}).setdefault(a, {}).update(by_seed)
+        runs, cmd = old["data"]["runs"], old["command"] + "; " + cmd + " --merge"
     save_results("leff", {"runs": runs, "rounds": args.rounds}, cmd, seed=args.seeds[0])
 
 

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..runtime import lightning_module, make_trainer
-from ..token_reduction.vit import TinyViT
+from ..vision import TinyViT
 from .core import SAMPLINGS, check_capacities, choose_blocks, layerwise_aggregate, taylor_importance
 from .model import (
     ModelSpec,

@@ -12,8 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..runtime import lightning_module, make_trainer
-from ..token_reduction.core import TokenState
-from ..token_reduction.vit import TinyViT
+from ..vision import TinyViT, TokenState
 
 # --- model specs and sub-models ------------------------------------------------------------------------
 
