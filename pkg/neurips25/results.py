@@ -176,6 +176,7 @@ class Claims:
         self.slug = _check_slug(slug)
         self._claims: dict[str, Claim] = {}
         self.context: list[list[str]] = []  # Paper-vs-ours rows that are not headline claims
+        self._saved_to: Path | None = None
 
     def add(self, id: str, statement: str, *, paper: Any, ours: Any, criteria: dict[str, bool],
             trend: dict[str, bool] | None = None, note: str = "") -> Claim:
@@ -218,13 +219,16 @@ class Claims:
                     raise ValueError(f"extra rows are (quantity, paper, ours, note), got {row!r}")
                 rows.append([_cell(v) if v is not None else "—" for v in row])
             self.context = rows
+            if self._saved_to is not None:  # saved before the context rows were given: keep the file whole
+                self.save(self._saved_to)
         return ClaimsTable(list(self), extra=self.context, title=title)
 
     def to_dict(self) -> dict[str, Any]:
         return {"slug": self.slug, "claims": [c.to_dict() for c in self], "context": self.context}
 
     def save(self, path: Path | None = None) -> Path | None:
-        """Write ``claims/<slug>.json`` under :func:`results_dir`.
+        """Write ``claims/<slug>.json`` under :func:`results_dir` (the claims and the context rows; a
+        later ``table(extra=...)`` rewrites the file, so the two calls may come in either order).
 
         Only when ``path`` is given or ``$NEURIPS25_RECORD_CLAIMS=1`` (``make execute`` sets it), so a
         reader running the notebook in Colab or Jupyter leaves no files behind.
@@ -236,6 +240,7 @@ class Claims:
         path = Path(path) if path else results_dir() / "claims" / f"{self.slug}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.to_dict(), indent=1, ensure_ascii=False) + "\n")
+        self._saved_to = path
         return path
 
     @classmethod
