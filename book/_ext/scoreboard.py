@@ -38,7 +38,10 @@ def chapter_title(slug: str) -> str:
     return slug
 
 
-def _claims_in_order():
+def _claims_in_order(env):
+    """Every recorded chapter's claims in book order; the page is rebuilt when a claims file changes."""
+    for p in CLAIMS_DIR.glob("*.json"):
+        env.note_dependency(str(p))
     claims = load_all_claims(CLAIMS_DIR)
     order = [s for s in chapter_order() if s in claims]
     return {s: claims[s] for s in order}
@@ -61,11 +64,7 @@ class ScoreboardTable(Directive):
     has_content = False
 
     def run(self):
-        env = self.state.document.settings.env
-        env.note_dependency(str(CLAIMS_DIR))
-        all_claims = _claims_in_order()
-        for p in CLAIMS_DIR.glob("*.json"):
-            env.note_dependency(str(p))
+        all_claims = _claims_in_order(self.state.document.settings.env)
         headers = ["chapter", "claim", "paper", "ours", "status"]
         table = nodes.table(classes=["scoreboard"])
         tgroup = nodes.tgroup(cols=len(headers))
@@ -100,10 +99,7 @@ class ScoreboardTally(Directive):
     has_content = False
 
     def run(self):
-        env = self.state.document.settings.env
-        for p in CLAIMS_DIR.glob("*.json"):
-            env.note_dependency(str(p))
-        return [_para(tally_sentence(_claims_in_order()))]
+        return [_para(tally_sentence(_claims_in_order(self.state.document.settings.env)))]
 
 
 def setup(app):

@@ -88,10 +88,14 @@ class ResultsTable:
     def _cells(self) -> list[list[str]]:
         return [[fmt(c, self.digits) for c in r] for r in self.rows]
 
+    def _html_row(self, i: int, cells: list[str]) -> str:
+        """Row ``i`` as HTML (subclasses add anchors or markup here)."""
+        return "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
+
     def _repr_html_(self) -> str:
         esc = html.escape
         head = "".join(f"<th>{esc(c)}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in self._cells())
+        body = "".join(self._html_row(i, r) for i, r in enumerate(self._cells()))
         caption = f"<caption>{esc(self.title)}</caption>" if self.title else ""
         return (f'<table class="neurips25-table">{caption}<thead><tr>{head}</tr></thead>'
                 f"<tbody>{body}</tbody></table>")
@@ -153,16 +157,10 @@ class ClaimsTable(ResultsTable):
             self.add(q, p, o, "—", n)
             self.anchors.append(None)
 
-    def _repr_html_(self) -> str:
-        esc = html.escape
-        head = "".join(f"<th>{esc(c)}</th>" for c in self.columns)
-        rows = []
-        for cells, anchor in zip(self._cells(), self.anchors):
-            tds = [esc(c) for c in cells]
-            if anchor is not None:
-                tds[3] = status_badge(cells[3])
-            rid = f' id="{esc(anchor)}"' if anchor else ""
-            rows.append(f"<tr{rid}>" + "".join(f"<td>{c}</td>" for c in tds) + "</tr>")
-        caption = f"<caption>{esc(self.title)}</caption>" if self.title else ""
-        return (f'<table class="neurips25-table">{caption}<thead><tr>{head}</tr></thead>'
-                f"<tbody>{''.join(rows)}</tbody></table>")
+    def _html_row(self, i: int, cells: list[str]) -> str:
+        anchor = self.anchors[i]
+        if anchor is None:
+            return super()._html_row(i, cells)
+        tds = [html.escape(c) for c in cells]
+        tds[3] = status_badge(cells[3])
+        return f'<tr id="{html.escape(anchor)}">' + "".join(f"<td>{c}</td>" for c in tds) + "</tr>"

@@ -212,16 +212,14 @@ class Claims:
         the stored context rows, which :meth:`save` records with the claims."""
         from .display import ClaimsTable
 
-        if extra is not None:
-            rows = []
-            for row in extra:
-                if len(row) != 4:
-                    raise ValueError(f"extra rows are (quantity, paper, ours, note), got {row!r}")
-                rows.append([_cell(v) if v is not None else "—" for v in row])
-            self.context = rows
-            if self._saved_to is not None:  # saved before the context rows were given: keep the file whole
-                self.save(self._saved_to)
-        return ClaimsTable(list(self), extra=self.context, title=title)
+        if extra is None:
+            return ClaimsTable(list(self), extra=self.context, title=title)
+        rows = [[_cell(v) if v is not None else "—" for v in row] for row in extra]
+        table = ClaimsTable(list(self), extra=rows, title=title)  # checks the rows' shape
+        self.context = rows
+        if self._saved_to is not None:  # saved before the context rows were given: keep the file whole
+            self.save(self._saved_to)
+        return table
 
     def to_dict(self) -> dict[str, Any]:
         return {"slug": self.slug, "claims": [c.to_dict() for c in self], "context": self.context}
