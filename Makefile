@@ -32,12 +32,13 @@ export ONEDNN_MAX_CPU_ISA := AVX2
 export MKL_CBWR := AVX2
 
 .PHONY: help setup book book-offline book-instructor student-notebooks pdf test test-unit test-nb \
-        test-book test-browser test-colab test-gpu lint execute audit bench clean
+        test-book test-browser test-colab test-gpu test-full lint execute audit bench clean
 
 help:
 	@echo "make book               build the book into _build/html (sets everything up)"
 	@echo "make test               lint + unit tests + notebooks (nbval) + book build + browser check"
 	@echo "make execute [NB=slug]  re-execute notebooks in place, record notebooks/runtimes.json"
+	@echo "make test-full          every full config (notebooks and sweep CLIs) under NEURIPS25_SMOKE=1"
 	@echo "make test-unit | test-nb [NB=slug] | book-offline | book-instructor | student-notebooks | pdf"
 
 # --- environment --------------------------------------------------------------------------------
@@ -94,7 +95,13 @@ lint: setup
 	$(BIN)/ruff check --config pkg/pyproject.toml --line-length 90 --select E501 notebooks
 
 test-unit: lint
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 tests --ignore=tests/book
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 tests --ignore=tests/book --ignore=tests/full
+
+# Paper scale without its cost: every notebook and every sweep CLI runs its `full` configuration with
+# NEURIPS25_SMOKE=1 (loops capped by runtime.cap), so a GPU/Colab `full` run cannot crash on shapes,
+# missing keys or devices.
+test-full: setup
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 tests/full
 
 test-nb: setup
 ifeq ($(NB),)
@@ -117,11 +124,11 @@ test-colab: setup
 # digits may move with GPU arithmetic, so nbval's output comparison is not used), with a runtime table.
 test-gpu: setup
 	$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'test-gpu needs a CUDA device')"
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests --ignore=tests/book
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests --ignore=tests/book --ignore=tests/full
 	$(BIN)/python .ci/execute.py --out _build/gpu
 	@cat _build/gpu/runtimes.json
 
-test: test-unit test-nb book test-book test-browser test-colab
+test: test-unit test-nb test-full book test-book test-browser test-colab
 	@echo "make test: all checks passed"
 
 audit:

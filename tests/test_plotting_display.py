@@ -64,3 +64,27 @@ def test_results_roundtrip(tmp_path):
         results.load_results("missing", path=tmp_path / "missing.json")
     with pytest.raises(TypeError, match="data"):
         results.save_results("demo", [1], "c", 0, path=tmp_path / "y.json")
+
+
+def test_results_scale_paths_and_cli_options(tmp_path, monkeypatch):
+    import argparse
+
+    monkeypatch.setenv("NEURIPS25_RESULTS", str(tmp_path))
+    assert results.results_path("demo") == tmp_path / "demo.json"
+    assert results.results_path("demo", "full") == tmp_path / "demo.full.json"
+    with pytest.raises(ValueError, match="scale must be one of"):
+        results.results_path("demo", "huge")
+    path = results.save_results("demo", {"x": 1}, "c", 0, scale="full")
+    payload = results.load_results("demo", scale="full")
+    assert path.name == "demo.full.json" and payload["scale"] == "full" and "smoke" not in payload
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")
+    assert results.load_results("demo", path=results.save_results("demo", {}, "c", 0))["smoke"] is True
+    with pytest.raises(FileNotFoundError, match="--scale full"):
+        results.load_results("other", scale="full")
+    ap = argparse.ArgumentParser()
+    results.add_scale_arguments(ap)
+    args = ap.parse_args(["--scale", "full", "--out", str(tmp_path / "o.json")])
+    assert args.scale == "full" and args.out == tmp_path / "o.json"
+    assert ap.parse_args([]).scale == "small" and ap.parse_args([]).out is None
+    with pytest.raises(SystemExit):
+        ap.parse_args(["--scale", "medium"])

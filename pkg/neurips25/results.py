@@ -17,7 +17,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["results_dir", "save_results", "load_results", "STATUSES", "Claim", "Claims", "claim_status",
+__all__ = ["results_dir", "results_path", "add_scale_arguments", "save_results", "load_results", "STATUSES", "Claim", "Claims", "claim_status",
            "load_all_claims", "tally", "tally_sentence"]
 
 _SLUG = re.compile(r"^[a-z0-9_]+$")
@@ -43,38 +43,68 @@ def _check_slug(slug: str) -> str:
     return slug
 
 
-def save_results(slug: str, data: dict[str, Any], command: str, seed: int, path: Path | None = None) -> Path:
-    """Write ``data`` with provenance (command, seed, versions) to ``<results_dir>/<slug>.json``."""
+def results_path(slug: str, scale: str = "small") -> Path:
+    """Where a stored sweep lives: ``<results_dir>/<slug>.json`` for the book's ``small`` scale,
+    ``<slug>.full.json`` for the paper-sized ``full`` scale (regenerated on a GPU)."""
+    from .runtime import SCALES
+
+    _check_slug(slug)
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    return results_dir() / (f"{slug}.json" if scale == "small" else f"{slug}.{scale}.json")
+
+
+def add_scale_arguments(parser) -> None:
+    """The two options every chapter CLI shares: ``--scale {small,full}`` (which sweep settings to run;
+    ``full`` writes ``<slug>.full.json`` beside the book's ``<slug>.json``) and ``--out PATH``
+    (write there instead). ``NEURIPS25_SMOKE=1`` caps the run's loops (``runtime.cap``)."""
+    from .runtime import SCALES
+
+    parser.add_argument("--scale", choices=SCALES, default="small",
+                        help="small: the book's stored sweep; full: paper-sized (writes <slug>.full.json)")
+    parser.add_argument("--out", type=Path, default=None, help="write the results here instead")
+
+
+def save_results(slug: str, data: dict[str, Any], command: str, seed: int, path: Path | None = None,
+                 scale: str = "small") -> Path:
+    """Write ``data`` with provenance (command, seed, scale, versions, smoke flag) to ``path`` or
+    :func:`results_path` ``(slug, scale)``."""
     _check_slug(slug)
     if not isinstance(data, dict):
         raise TypeError(f"data must be a dict, got {type(data).__name__}")
     import torch
 
     from . import __version__
+    from .runtime import smoke
 
+    path = Path(path) if path else results_path(slug, scale)
     payload = {
         "slug": slug,
         "command": command,
         "seed": seed,
+        "scale": scale,
         "neurips25": __version__,
         "torch": torch.__version__,
         "python": sys.version.split()[0],
         "machine": platform.machine(),
+        "device": "cuda" if torch.cuda.is_available() else "cpu",
         "data": data,
     }
-    path = Path(path) if path else results_dir() / f"{slug}.json"
+    if smoke():  # a capped run: its numbers mean nothing, and say so
+        payload["smoke"] = True
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
     return path
 
 
-def load_results(slug: str, path: Path | None = None) -> dict[str, Any]:
-    """The stored payload for ``slug`` (``payload["data"]`` holds the numbers)."""
+def load_results(slug: str, path: Path | None = None, scale: str = "small") -> dict[str, Any]:
+    """The stored payload for ``slug`` at ``scale`` (``payload["data"]`` holds the numbers)."""
     _check_slug(slug)
-    path = Path(path) if path else results_dir() / f"{slug}.json"
+    path = Path(path) if path else results_path(slug, scale)
     if not path.exists():
+        flag = "" if scale == "small" else f" --scale {scale}"
         raise FileNotFoundError(f"no stored results for {slug!r} at {path}; regenerate with "
-                                f"`python -m neurips25.{slug}`")
+                                f"`python -m neurips25.{slug}{flag}`")
     return json.loads(path.read_text())
 
 
