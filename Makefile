@@ -32,7 +32,7 @@ export ONEDNN_MAX_CPU_ISA := AVX2
 export MKL_CBWR := AVX2
 
 .PHONY: help setup book book-offline book-instructor student-notebooks pdf test test-unit test-nb \
-        test-book test-browser test-colab test-gpu test-full lint execute audit bench clean
+        test-book test-browser test-colab test-gpu test-gpu-full test-full lint execute audit bench clean
 
 help:
 	@echo "make book               build the book into _build/html (sets everything up)"
@@ -119,14 +119,30 @@ test-browser: chromium book
 test-colab: setup
 	$(BIN)/python .ci/colab_sim.py
 
-# On a CUDA machine (`.github/workflows/gpu.yml`): the unit suite (tests taking `any_device` run on
-# cuda too), then every notebook executed on the GPU into _build/gpu (the asserts must hold; printed
-# digits may move with GPU arithmetic, so nbval's output comparison is not used), with a runtime table.
+# On a CUDA machine (`.github/workflows/gpu.yml`, or a lent device):
+#  1. the unit suite (tests taking `any_device` run on cuda too);
+#  2. every notebook at the book's scale, executed on the GPU into _build/gpu (the asserts must hold;
+#     printed digits may move with GPU arithmetic, so nbval's output comparison is not used);
+#  3. paper scale: each sweep CLI in FULL_SWEEPS with `--scale full` -> notebooks/results/<slug>.full.json,
+#     and each notebook in FULL_NOTEBOOKS at NEURIPS25_SCALE=full into _build/gpu-full, recording its
+#     claims in notebooks/results/claims/<slug>.full.json (the book's "full scale (GPU)" column).
+# Runtime tables: _build/gpu/runtimes.json and _build/gpu-full/runtimes.json. Commit the .full.json
+# files it writes, then `make execute` the changed chapters on a CPU to show the column.
+FULL_SWEEPS    ?= $(filter-out %.full,$(basename $(notdir $(wildcard notebooks/results/*.json))))
+FULL_NOTEBOOKS ?= $(basename $(notdir $(wildcard notebooks/*.ipynb)))
 test-gpu: setup
 	$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'test-gpu needs a CUDA device')"
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests --ignore=tests/book --ignore=tests/full
 	$(BIN)/python .ci/execute.py --out _build/gpu
 	@cat _build/gpu/runtimes.json
+	$(MAKE) test-gpu-full
+
+test-gpu-full: setup
+	mkdir -p _build && rm -f _build/full-sweeps.txt
+	for s in $(FULL_SWEEPS); do t=$$SECONDS; $(BIN)/python -m neurips25.$$s --scale full; \
+	  echo "$$s --scale full: $$((SECONDS - t)) s" | tee -a _build/full-sweeps.txt; done
+	$(BIN)/python .ci/execute.py --out _build/gpu-full --scale full $(FULL_NOTEBOOKS)
+	@cat _build/gpu-full/runtimes.json
 
 test: test-unit test-nb test-full book test-book test-browser test-colab
 	@echo "make test: all checks passed"

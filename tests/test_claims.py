@@ -130,3 +130,32 @@ def test_no_claims_for_unknown_chapters():
 def test_readme_tally_is_generated():
     r = subprocess.run([sys.executable, str(ROOT / ".ci" / "scoreboard.py"), "--check"])
     assert r.returncode == 0, "README.md's tally is stale: run python .ci/scoreboard.py"
+
+
+def test_full_scale_claims_become_a_gpu_column(tmp_path, monkeypatch):
+    monkeypatch.setenv("NEURIPS25_RESULTS", str(tmp_path))
+    monkeypatch.setenv("NEURIPS25_RECORD_CLAIMS", "1")
+
+    def record(ours, ok):
+        c = Claims("demo")
+        c.add("gap", "A beats B", paper="0.2", ours=ours, criteria={"gap > 0.1": ok})
+        c.add("other", "C holds", paper="1", ours="1", criteria={"C": True})
+        return c, c.save()
+
+    monkeypatch.setenv("NEURIPS25_SCALE", "full")
+    _, full_path = record("0.19", True)
+    assert full_path == tmp_path / "claims" / "demo.full.json"
+    assert json.loads(full_path.read_text())["scale"] == "full"
+    assert "full scale (GPU)" not in repr(Claims.load("demo", full_path).table())  # no column at full
+    monkeypatch.setenv("NEURIPS25_SCALE", "small")
+    small, small_path = record("0.05", False)
+    assert small_path == tmp_path / "claims" / "demo.json"
+    table = small.table()
+    assert table.columns == ["claim", "paper", "ours", "status", "full scale (GPU)", "note"]
+    assert table.rows[0][4] == "0.19 (reproduced)" and table.rows[0][3] == "not reproduced"
+    assert repr(Claims.load("demo", small_path).table()) == repr(table)  # same table from the file
+    assert set(load_all_claims(tmp_path / "claims")) == {"demo"}
+    assert load_all_claims(tmp_path / "claims", "full")["demo"]["gap"].ours == "0.19"
+    assert tally(load_all_claims(tmp_path / "claims"))["not reproduced"] == 1
+    full_path.unlink()
+    assert "full scale (GPU)" not in repr(small.table())

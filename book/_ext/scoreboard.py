@@ -3,7 +3,8 @@ notebooks recorded (``notebooks/results/claims/<slug>.json``), so the page canno
 
 Directives:
   ``scoreboard``        a table: chapter, claim, paper, ours, status badge, linking to the claim's
-                        row in the chapter's Paper-vs-ours table.
+                        row in the chapter's Paper-vs-ours table; plus a "full scale (GPU)" column
+                        once a GPU run has recorded ``claims/<slug>.full.json`` files.
   ``scoreboard-tally``  one sentence, e.g. "41 of 63 headline claims ... reproduce at CPU scale."
 """
 from __future__ import annotations
@@ -38,11 +39,11 @@ def chapter_title(slug: str) -> str:
     return slug
 
 
-def _claims_in_order(env):
+def _claims_in_order(env, scale: str = "small"):
     """Every recorded chapter's claims in book order; the page is rebuilt when a claims file changes."""
     for p in CLAIMS_DIR.glob("*.json"):
         env.note_dependency(str(p))
-    claims = load_all_claims(CLAIMS_DIR)
+    claims = load_all_claims(CLAIMS_DIR, scale)
     order = [s for s in chapter_order() if s in claims]
     return {s: claims[s] for s in order}
 
@@ -64,12 +65,14 @@ class ScoreboardTable(Directive):
     has_content = False
 
     def run(self):
-        all_claims = _claims_in_order(self.state.document.settings.env)
-        headers = ["chapter", "claim", "paper", "ours", "status"]
+        env = self.state.document.settings.env
+        all_claims = _claims_in_order(env)
+        at_full = {(slug, c.id): c for slug, cl in _claims_in_order(env, "full").items() for c in cl}
+        headers = ["chapter", "claim", "paper", "ours", "status"] + (["full scale (GPU)"] if at_full else [])
         table = nodes.table(classes=["scoreboard"])
         tgroup = nodes.tgroup(cols=len(headers))
         table += tgroup
-        for w in (14, 40, 14, 22, 10):
+        for w in (14, 40, 14, 22, 10, 16)[:len(headers)]:
             tgroup += nodes.colspec(colwidth=w)
         thead = nodes.thead()
         thead += _row([_para(h) for h in headers])
@@ -86,7 +89,11 @@ class ScoreboardTable(Directive):
                 status = nodes.paragraph()
                 status += nodes.raw("", status_badge(c.status), format="html")
                 status += nodes.raw("", c.status, format="latex")
-                tbody += _row([chap, claim, _para(c.paper), _para(c.ours), status])
+                cells = [chap, claim, _para(c.paper), _para(c.ours), status]
+                if at_full:
+                    f = at_full.get((slug, c.id))
+                    cells.append(_para(f"{f.ours} ({f.status})" if f else "—"))
+                tbody += _row(cells)
         tgroup += tbody
         counts = tally(all_claims)
         legend = nodes.paragraph()

@@ -142,19 +142,26 @@ def status_badge(status: str) -> str:
 class ClaimsTable(ResultsTable):
     """A chapter's Paper-vs-ours table built from its :class:`~neurips25.results.Claims`: one row per
     headline claim (with an HTML anchor the scoreboard links to, and a coloured status), then context
-    rows that are not claims."""
+    rows that are not claims. ``full``: the same chapter's claims recorded at ``full`` scale (a GPU
+    run), shown as a "full scale (GPU)" column of "ours (status)" beside the book's scale."""
 
-    def __init__(self, claims: Sequence[Any], extra: Iterable[Sequence[Any]] = (), title: str | None = None):
-        super().__init__(["claim", "paper", "ours", "status", "note"], title=title)
+    FULL = "full scale (GPU)"
+
+    def __init__(self, claims: Sequence[Any], extra: Iterable[Sequence[Any]] = (), title: str | None = None,
+                 full: Iterable[Any] | None = None):
+        at_full = {c.id: f"{c.ours} ({c.status})" for c in full} if full is not None else None
+        cols = ["claim", "paper", "ours", "status"] + ([self.FULL] if at_full is not None else []) + ["note"]
+        super().__init__(cols, title=title)
         self.anchors: list[str | None] = []
         for c in claims:
-            self.add(c.statement, c.paper, c.ours, c.status, c.note)
+            gpu = [at_full.get(c.id, "—")] if at_full is not None else []
+            self.add(c.statement, c.paper, c.ours, c.status, *gpu, c.note)
             self.anchors.append(c.anchor)
         for row in extra:
             if len(row) != 4:
                 raise ValueError(f"extra rows are (quantity, paper, ours, note), got {row!r}")
             q, p, o, n = row
-            self.add(q, p, o, "—", n)
+            self.add(q, p, o, "—", *(["—"] if at_full is not None else []), n)
             self.anchors.append(None)
 
     def _html_row(self, i: int, cells: list[str]) -> str:

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["results_dir", "results_path", "add_scale_arguments", "save_results", "load_results", "STATUSES", "Claim", "Claims", "claim_status",
+__all__ = ["results_dir", "results_path", "claims_path", "add_scale_arguments", "save_results", "load_results", "STATUSES", "Claim", "Claims", "claim_status",
            "load_all_claims", "tally", "tally_sentence"]
 
 _SLUG = re.compile(r"^[a-z0-9_]+$")
@@ -207,6 +207,7 @@ class Claims:
         self._claims: dict[str, Claim] = {}
         self.context: list[list[str]] = []  # Paper-vs-ours rows that are not headline claims
         self._saved_to: Path | None = None
+        self._loaded_from: Path | None = None
 
     def add(self, id: str, statement: str, *, paper: Any, ours: Any, criteria: dict[str, bool],
             trend: dict[str, bool] | None = None, note: str = "") -> Claim:
@@ -242,21 +243,37 @@ class Claims:
         the stored context rows, which :meth:`save` records with the claims."""
         from .display import ClaimsTable
 
+        full = self.full_scale()
         if extra is None:
-            return ClaimsTable(list(self), extra=self.context, title=title)
+            return ClaimsTable(list(self), extra=self.context, title=title, full=full)
         rows = [[_cell(v) if v is not None else "—" for v in row] for row in extra]
-        table = ClaimsTable(list(self), extra=rows, title=title)  # checks the rows' shape
+        table = ClaimsTable(list(self), extra=rows, title=title, full=full)  # checks the rows' shape
         self.context = rows
         if self._saved_to is not None:  # saved before the context rows were given: keep the file whole
             self.save(self._saved_to)
         return table
 
+    def full_scale(self) -> Claims | None:
+        """The same chapter's claims recorded at ``full`` scale (on a GPU: ``claims/<slug>.full.json``
+        beside this chapter's claims file), shown as the "full scale (GPU)" column; None if never run."""
+        from .runtime import scale
+
+        if scale() != "small":
+            return None
+        here = self._saved_to or self._loaded_from
+        path = here.with_name(f"{self.slug}.full.json") if here else claims_path(self.slug, "full")
+        return Claims.load(self.slug, path) if path.exists() else None
+
     def to_dict(self) -> dict[str, Any]:
-        return {"slug": self.slug, "claims": [c.to_dict() for c in self], "context": self.context}
+        from .runtime import scale
+
+        return {"slug": self.slug, "scale": scale(), "claims": [c.to_dict() for c in self],
+                "context": self.context}
 
     def save(self, path: Path | None = None) -> Path | None:
-        """Write ``claims/<slug>.json`` under :func:`results_dir` (the claims and the context rows; a
-        later ``table(extra=...)`` rewrites the file, so the two calls may come in either order).
+        """Write :func:`claims_path` (``claims/<slug>.json``, or ``<slug>.full.json`` at ``full`` scale)
+        under :func:`results_dir`: the claims and the context rows (a later ``table(extra=...)``
+        rewrites the file, so the two calls may come in either order).
 
         Only when ``path`` is given or ``$NEURIPS25_RECORD_CLAIMS=1`` (``make execute`` sets it), so a
         reader running the notebook in Colab or Jupyter leaves no files behind.
@@ -265,7 +282,9 @@ class Claims:
             return None
         if len(self) == 0:
             raise ValueError(f"no claims recorded for {self.slug!r}")
-        path = Path(path) if path else results_dir() / "claims" / f"{self.slug}.json"
+        from .runtime import scale
+
+        path = Path(path) if path else claims_path(self.slug, scale())
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.to_dict(), indent=1, ensure_ascii=False) + "\n")
         self._saved_to = path
@@ -275,7 +294,7 @@ class Claims:
     def load(cls, slug: str, path: Path | None = None) -> Claims:
         """The claims a chapter's executed notebook recorded."""
         _check_slug(slug)
-        path = Path(path) if path else results_dir() / "claims" / f"{slug}.json"
+        path = Path(path) if path else claims_path(slug)
         if not path.exists():
             raise FileNotFoundError(f"no recorded claims for {slug!r} at {path}; run `make execute NB={slug}`")
         data = json.loads(path.read_text())
@@ -287,13 +306,23 @@ class Claims:
                 raise ValueError(f"{path}: claim {c.id!r} is stored as {d['status']!r} but its criteria "
                                  f"give {c.status!r}")
         claims.context = [list(r) for r in data.get("context", [])]
+        claims._loaded_from = path
         return claims
 
 
-def load_all_claims(directory: Path | None = None) -> dict[str, Claims]:
-    """Every chapter's recorded claims, keyed by slug (sorted by slug)."""
+def claims_path(slug: str, scale: str = "small") -> Path:
+    """``<results_dir>/claims/<slug>.json`` (the book's scale) or ``<slug>.full.json`` (paper scale)."""
+    name = results_path(slug, scale).name
+    return results_dir() / "claims" / name
+
+
+def load_all_claims(directory: Path | None = None, scale: str = "small") -> dict[str, Claims]:
+    """Every chapter's claims recorded at ``scale``, keyed by slug (sorted by slug)."""
     directory = Path(directory) if directory else results_dir() / "claims"
-    return {p.stem: Claims.load(p.stem, p) for p in sorted(directory.glob("*.json"))}
+    full = [p for p in directory.glob("*.full.json")]
+    paths = full if scale == "full" else [p for p in directory.glob("*.json") if p not in full]
+    slugs = {p: p.name.split(".", 1)[0] for p in paths}
+    return {slugs[p]: Claims.load(slugs[p], p) for p in sorted(paths, key=slugs.get)}
 
 
 def tally(all_claims: dict[str, Claims]) -> dict[str, int]:

@@ -5,15 +5,15 @@ a GPU/Colab user switches on) and ``NEURIPS25_SMOKE=1`` (``neurips25.runtime.cap
 training loop, epoch count, seed list and sweep size the modules run). That proves a ``full`` run
 cannot crash on shapes, missing config keys or devices, without paying for it. A two-step run
 cannot reproduce a claim, so the one error a cell may end in is an ``AssertionError`` raised by the
-notebook's own code (a claim's check); any other error, or an assertion inside the package, fails.
+notebook's own code (a claim's check); any other error, or an assertion inside the package, fails
+(the same rule as ``.ci/execute.py --scale full`` on a GPU).
 
 Run with ``make test-full`` (part of ``make test``). Nothing is written: claims are not recorded
 and the executed notebooks stay in memory.
 """
 from __future__ import annotations
 
-import os
-import re
+import importlib.util
 import time
 from pathlib import Path
 
@@ -25,23 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 NB_DIR = ROOT / "notebooks"
 SLUGS = sorted(p.stem for p in NB_DIR.glob("*.ipynb"))
 BUDGET_S = 120  # a smoke run that takes longer is not capped: it would run the full cost on a GPU
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
-
-def smoke_errors(nb) -> list[tuple[int, str, str, str]]:
-    """(cell index, error name, value, traceback) for each cell that ended in an error other than a
-    claim's ``AssertionError`` raised in the notebook itself."""
-    bad = []
-    for i, cell in enumerate(nb.cells):
-        for out in cell.get("outputs", []):
-            if out.get("output_type") != "error":
-                continue
-            tb = ANSI.sub("", "\n".join(out.get("traceback", [])))
-            in_package = "neurips25" + os.sep in tb or "site-packages" in tb
-            if out["ename"] == "AssertionError" and not in_package:
-                continue
-            bad.append((i, out["ename"], out["evalue"], tb[-3000:]))
-    return bad
+_spec = importlib.util.spec_from_file_location("ci_execute", ROOT / ".ci" / "execute.py")
+ci_execute = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ci_execute)
 
 
 @pytest.mark.parametrize("slug", SLUGS)
@@ -55,7 +42,7 @@ def test_full_config_runs_under_smoke(slug, monkeypatch):
     t0 = time.perf_counter()
     client.execute()
     secs = time.perf_counter() - t0
-    bad = smoke_errors(nb)
-    assert not bad, f"{slug}: full config under NEURIPS25_SMOKE=1 failed:\n" + "\n\n".join(
-        f"cell {i}: {name}: {value}\n{tb}" for i, name, value, tb in bad)
+    _, errors = ci_execute.cell_errors(nb)
+    assert not errors, f"{slug}: full config under NEURIPS25_SMOKE=1 failed:\n" + "\n\n".join(
+        f"cell {i}: {msg}\n{tb}" for i, msg, tb in errors)
     assert secs <= BUDGET_S, f"{slug}: smoke run took {secs:.0f} s (> {BUDGET_S} s): loops not capped?"
