@@ -260,7 +260,7 @@ class FairnessRewardModel(L.LightningModule):
 def train_frm(z: torch.Tensor, biased: np.ndarray, *, epochs: int = 30, batch_size: int = 64, seed: int = 0,
               **hparams) -> FairnessRewardModel:
     """Fit a ``FairnessRewardModel`` on embeddings ``z`` (N, d) and (weak) labels ``biased`` (N,)."""
-    from neurips25.runtime import make_trainer
+    from neurips25.runtime import cap, make_trainer
 
     biased = np.asarray(biased)
     if z.ndim != 2 or len(z) != len(biased) or len(z) == 0:
@@ -270,7 +270,7 @@ def train_frm(z: torch.Tensor, biased: np.ndarray, *, epochs: int = 30, batch_si
     dl = torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=True,
                                      generator=torch.Generator().manual_seed(seed))
     model = FairnessRewardModel(dim=z.shape[1], **hparams)
-    make_trainer(epochs).fit(model, dl)
+    make_trainer(cap(epochs)).fit(model, dl)
     return model.eval()
 
 
@@ -376,17 +376,31 @@ def fairness_report(y, y_hat, group) -> dict[str, float]:
 
 # --------------------------------------------------------------------------- the whole pipeline
 CONFIG = dict(n_train=3000, n_val=200, n_test=400, K=32, temperature=0.8, bias_rate=(0.1, 0.6), lm_steps=200,
-              n_layer=1, n_embd=64, n_source=1500, noise=0.25, frm_epochs=15,
+              lm_lr=1e-2, max_new_tokens=30, n_layer=1, n_embd=64, n_source=1500, noise=0.25, frm_epochs=15,
               taus=(0.8, 0.4, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005), paper_tau=0.2, max_acc_drop=0.03)
 
+# The seed sweep behind notebooks/results/frm.json (small) and frm.full.json (full, for a GPU).
+# small: exactly the settings of the stored sweep. full: closer to the paper, which evaluates
+# K = 32 chains per case on COMPAS (~7k defendants; several thousand test cases) with Llama/Mistral/
+# Qwen generators and an FRM trained on ~1.4k BBQ chains (thousands of judged steps): a 2-layer,
+# 128-wide generator trained 1500 steps on 20k cases, 2000 test / 1000 validation cases, 6000
+# weakly labelled source steps, 8 seeds.
+SWEEP = {
+    "small": dict(config=dict(CONFIG), seeds=[0, 1, 2, 3]),
+    "full": dict(config={**CONFIG, "n_train": 20_000, "n_val": 1000, "n_test": 2000, "lm_steps": 1500,
+                         "n_layer": 2, "n_embd": 128, "n_source": 6000},
+                 seeds=[0, 1, 2, 3, 4, 5, 6, 7]),
+}
 
-def sample_chains(model, tok, rec, K: int, temperature: float, fair: bool = False, seed: int = 0):
+
+def sample_chains(model, tok, rec, K: int, temperature: float, fair: bool = False, seed: int = 0,
+                  max_new_tokens: int = 30):
     """K sampled chains per case → (texts, answers (n, K), steps per chain)."""
     from neurips25.lm import generate
 
     n = len(rec["y"])
     prompts = [record_prompt(rec, i, fair) for i in range(n) for _ in range(K)]
-    texts = generate(model, tok, prompts, max_new_tokens=30, temperature=temperature, seed=seed).texts
+    texts = generate(model, tok, prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed).texts
     parsed = [parse_chain(t) for t in texts]
     return texts, np.array([a for _, a in parsed]).reshape(n, K), [s for s, _ in parsed]
 
@@ -420,6 +434,48 @@ def _logmean_scores(steps, step_score: dict, shape) -> np.ndarray:
     return chain_scores([np.array([step_score[t] for t in c]) for c in steps], "logmean").reshape(shape)
 
 
+def _mean(x) -> float:
+    """Mean of a possibly empty array: NaN (no warning) when empty (a checkpoint that writes no biased step)."""
+    x = np.asarray(x, dtype=float)
+    return float(x.mean()) if x.size else float("nan")
+
+
+def _auc(positive, score) -> float:
+    """ROC AUC of ``score`` for the boolean ``positive``; NaN when only one class is present."""
+    from sklearn.metrics import roc_auc_score
+
+    positive = np.asarray(positive, dtype=bool)
+    if positive.all() or not positive.any():
+        return float("nan")
+    return float(roc_auc_score(positive, score))
+
+
+def chain_generator(pairs, cfg: dict, seed: int = 0, generator=None):
+    """The chain generator ``(model, tokenizer)``, trained on the (prompt, chain) ``pairs``.
+
+    ``generator=None``: a tiny word-level GPT-2 built here (the book's runs). Otherwise a ``(model,
+    tokenizer)`` pair, e.g. ``neurips25.lm.pretrained("gpt2")``, fine-tuned in place on the pairs for
+    ``cfg["lm_steps"]`` steps at ``cfg["lm_lr"]`` (``lm_steps=0``: sampled as is, zero-shot).
+    """
+    from neurips25.lm import build_tokenizer, context_length, tiny_model, train_lm
+
+    if generator is None:
+        tok = build_tokenizer("word", [p + c for p, c in pairs])
+        lm = tiny_model(tok, n_layer=cfg["n_layer"], n_embd=cfg["n_embd"], n_head=4, n_positions=48, seed=seed)
+    else:
+        if not (isinstance(generator, (tuple, list)) and len(generator) == 2):
+            raise TypeError("generator must be a (model, tokenizer) pair, e.g. neurips25.lm.pretrained('gpt2')")
+        lm, tok = generator
+        need = max(len(tok(p + c, add_special_tokens=False)["input_ids"]) for p, c in pairs) + 2
+        if need > context_length(lm):
+            raise ValueError(f"the generator's context ({context_length(lm)} tokens) is shorter than a "
+                             f"training chain ({need} tokens with BOS/EOS)")
+    if cfg["lm_steps"] > 0:
+        train_lm(lm, tok, pairs, steps=cfg["lm_steps"], lr=cfg["lm_lr"], batch_size=32, mask="answer",
+                 seed=seed)
+    return lm, tok
+
+
 def _score_diagnostics(p: dict, steps, answers, chain_biased, y, g, tau: float) -> dict:
     """How far a chain-scoring model separates biased from clean target chains, and what that does at
     ``tau``: mean step score of truly biased / unbiased distinct steps, the mean chain-score gap
@@ -429,14 +485,15 @@ def _score_diagnostics(p: dict, steps, answers, chain_biased, y, g, tau: float) 
     score = np.array([p[s] for s in distinct])
     s = _logmean_scores(steps, p, answers.shape)
     ok = answers >= 0
-    ds = float(s[ok & ~chain_biased].mean() - s[ok & chain_biased].mean())
+    ds = _mean(s[ok & ~chain_biased]) - _mean(s[ok & chain_biased])
     r = fairness_report(y, weighted_vote(answers, s, tau), g)
-    return dict(score_unbiased=float(score[~truth].mean()), score_biased=float(score[truth].mean()),
+    return dict(score_unbiased=_mean(score[~truth]), score_biased=_mean(score[truth]),
                 delta_s=ds, weight_ratio=float(math.exp(-ds / tau)), eo_diff=r["eo_diff"],
                 fpr_gap=r["fpr_gap"], accuracy=r["accuracy"])
 
 
-def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder | None = None) -> dict:
+def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder | None = None,
+                   generator=None, device: str | torch.device | None = None) -> dict:
     """The whole simulation for one seed: records → chain generator (tiny LM) → K chains per case
     (validation and test cases) → FRM (process) and ORM (outcome) trained on the weakly labelled
     source domain → votes.
@@ -449,21 +506,30 @@ def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder 
     ablation at the paper's τ: the FRM trained with 25% and with 0% label noise, and one trained on
     weakly labelled *target* steps, see ``_score_diagnostics``) and ``objects`` (everything built on
     the way, for plots and widgets).
-    """
-    from sklearn.metrics import roc_auc_score
 
-    from neurips25.lm import build_tokenizer, tiny_model, train_lm
+    ``generator``: ``None`` (a tiny word-level GPT-2 trained here) or a ``(model, tokenizer)`` pair —
+    ``neurips25.lm.pretrained("gpt2")`` is the one-line swap to a real checkpoint (see ``chain_generator``).
+    AUCs are NaN when a split holds one class only (a generator that writes no biased step).
+    ``device``: where the chains are sampled (``None``: where the generator is after training, the
+    CPU for Lightning-trained models); training goes through Lightning's ``accelerator="auto"``.
+    """
+    from neurips25.runtime import cap
 
     cfg = {**CONFIG, **(cfg or {})}
+    # NEURIPS25_SMOKE=1 bounds the cases and the generator's training (K stays: the notebook indexes
+    # chains by it); 100 steps, so that the chains are well formed and few distinct steps need embedding
+    cfg.update(n_train=cap(cfg["n_train"], 400), n_test=cap(cfg["n_test"], 40), n_val=cap(cfg["n_val"], 30),
+               n_source=cap(cfg["n_source"], 300), lm_steps=cap(cfg["lm_steps"], 100))
     train, test = make_records(cfg["n_train"], seed), make_records(cfg["n_test"], seed + 10_000)
     val = make_records(cfg["n_val"], seed + 20_000)
     pairs = chain_corpus(train, seed, cfg["bias_rate"])
-    tok = build_tokenizer("word", [p + c for p, c in pairs])
-    lm = tiny_model(tok, n_layer=cfg["n_layer"], n_embd=cfg["n_embd"], n_head=4, n_positions=48, seed=seed)
-    train_lm(lm, tok, pairs, steps=cfg["lm_steps"], lr=1e-2, batch_size=32, mask="answer", seed=seed)
-    _, ans, steps = sample_chains(lm, tok, test, cfg["K"], cfg["temperature"], seed=seed)
-    _, ans_fair, _ = sample_chains(lm, tok, test, cfg["K"], cfg["temperature"], fair=True, seed=seed)
-    _, ans_val, steps_val = sample_chains(lm, tok, val, cfg["K"], cfg["temperature"], seed=seed + 1)
+    lm, tok = chain_generator(pairs, cfg, seed, generator)
+    if device is not None:
+        lm.to(device)
+    gen_kw = dict(temperature=cfg["temperature"], max_new_tokens=cfg["max_new_tokens"])
+    _, ans, steps = sample_chains(lm, tok, test, cfg["K"], seed=seed, **gen_kw)
+    _, ans_fair, _ = sample_chains(lm, tok, test, cfg["K"], fair=True, seed=seed, **gen_kw)
+    _, ans_val, steps_val = sample_chains(lm, tok, val, cfg["K"], seed=seed + 1, **gen_kw)
 
     enc = encoder or StepEncoder()
     src, y_src = source_steps(cfg["n_source"], seed)
@@ -524,30 +590,38 @@ def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder 
                    s_orm=s_orm, chain_biased=chain_biased, prm=prm, orm=orm, source=(src, y_src),
                    distinct=distinct, encoder=enc)
     ok = ans >= 0  # chain-level ranking: unbiased (positive) vs biased chains
-    chain_auc = {k: float(roc_auc_score(~chain_biased[ok], v[ok])) for k, v in (("prm", s_prm), ("orm", s_orm))}
-    return dict(metrics=m, tau_star=tau_star, step_auc=float(roc_auc_score(~truth, [p[t] for t in distinct])),
+    chain_auc = {k: _auc(~chain_biased[ok], v[ok]) for k, v in (("prm", s_prm), ("orm", s_orm))}
+    return dict(metrics=m, tau_star=tau_star, step_auc=_auc(~truth, [p[t] for t in distinct]),
                 chain_auc=chain_auc, bias_rate=[float(chain_biased[g == k].mean()) for k in (0, 1)],
                 diagnostics=diag, objects=objects)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m neurips25.frm --seeds 0 1 2 3``: the seed sweep behind ``notebooks/results/frm.json``."""
+    """``python -m neurips25.frm [--scale small|full] [--seeds ...] [--out PATH]``: the seed sweep behind
+    ``notebooks/results/frm.json`` (``--scale full``: ``frm.full.json``, the ``SWEEP["full"]`` settings)."""
     import argparse
+    import sys
 
-    from neurips25.results import save_results
+    from neurips25.results import add_scale_arguments, save_results
+    from neurips25.runtime import cap
 
-    ap = argparse.ArgumentParser(description=main.__doc__)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
+    ap = argparse.ArgumentParser(prog="python -m neurips25.frm", description=main.__doc__)
+    add_scale_arguments(ap)
+    ap.add_argument("--seeds", type=int, nargs="+", default=None, help="override the scale's seeds")
     args = ap.parse_args(argv)
+    sweep = SWEEP[args.scale]
+    seeds = sweep["seeds"] if args.seeds is None else args.seeds
+    seeds = seeds[:cap(len(seeds), 1)]
     torch.set_num_threads(1)
     enc = StepEncoder()
     runs = {}
-    for s in args.seeds:
-        r = run_experiment(seed=s, encoder=enc)
+    for s in seeds:
+        r = run_experiment(sweep["config"], seed=s, encoder=enc)
         runs[str(s)] = {k: v for k, v in r.items() if k != "objects"}
-    save_results("frm", dict(config={k: list(v) if isinstance(v, tuple) else v for k, v in CONFIG.items()},
-                             runs=runs), command="python -m neurips25.frm --seeds " + " ".join(map(str, args.seeds)),
-                 seed=args.seeds[0])
+    config = {k: list(v) if isinstance(v, tuple) else v for k, v in sweep["config"].items()}
+    cmd = "python -m neurips25.frm " + " ".join(sys.argv[1:] if argv is None else argv)
+    print(save_results("frm", dict(config=config, runs=runs), command=cmd.strip(), seed=seeds[0],
+                       path=args.out, scale=args.scale))
 
 
 if __name__ == "__main__":
