@@ -216,3 +216,25 @@ def test_invalid_inputs_raise_clear_errors():
         W.Agent("walle", prior={"a": 1})
     with pytest.raises(ValueError, match="rounds"):
         W.fit_hypothesis_prior([1000], rounds=0)
+
+
+def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint, any_device):
+    """The agent's hypothesis prior read from a real checkpoint (here the tiny GPT-2-style fixture:
+    byte-level vocabulary, pad = eos, not id 0) runs the whole evaluation on ``any_device``."""
+    from neurips25.lm import pretrained
+
+    model, tok = pretrained(str(gpt2_style_checkpoint), device=any_device)
+    assert tok.pad_token_id != 0
+    lm_prior = W.LanguageModelPrior(model, tok, prompt="Tip:")  # the fixture's context is 64 bytes
+    rules = [W.Rule("make_stone_pickaxe", "not_near", "furnace"), W.Rule("make_stone_pickaxe", "inv_lt", "wood", 3)]
+    scores = lm_prior.score_many(rules)
+    assert len(scores) == 2 and all(s < 0 for s in scores)  # mean log-probabilities
+    assert lm_prior.score(rules[0], W.WorldModel()) == scores[0]  # cached
+    assert W.rank_hypotheses(rules, W.WorldModel(), lm_prior)[0] == rules[int(scores[1] > scores[0])]
+    res = W.evaluate(range(2), methods=("walle", "reflexion"), n_iters=2, prior=lm_prior)
+    for m in ("walle", "reflexion"):
+        assert res[m]["success"].shape == (2, 2) and ((0 <= res[m]["success"]) & (res[m]["success"] <= 1)).all()
+        assert res[m]["misfires"] == 0
+    assert len(lm_prior.cache) > 2  # the agents consulted the language model
+    with pytest.raises(TypeError, match="LM"):
+        W.LanguageModelPrior(object(), tok)

@@ -20,6 +20,7 @@ from .learning import (
     K_MAX,
     HypothesisPrior,
     KnowledgeGraph,
+    LanguageModelPrior,
     Rule,
     Transition,
     WorldModel,
@@ -55,7 +56,7 @@ from .world import (
 )
 
 __all__ = ["MAX_TRIES", "METHODS", "Agent", "Planner", "SceneGraph", "evaluate", "fit_hypothesis_prior", "prediction_accuracy",
-           "run_episode", "run_world", "K_MAX", "HypothesisPrior", "KnowledgeGraph", "Rule", "Transition", "WorldModel", "align",
+           "run_episode", "run_world", "K_MAX", "HypothesisPrior", "KnowledgeGraph", "LanguageModelPrior", "Rule", "Transition", "WorldModel", "align",
            "induce_rules", "prune_rules", "rank_hypotheses", "verify_rules", "CodeRule", "RuleTimeoutError", "UnsafeCodeError",
            "call_limited", "compile_rule", "validate_rule_source", "CRAFT_ACTIONS", "DEFAULT_RECIPES", "GOAL",
            "ITEMS", "RESOURCES", "STATIONS", "TOOLS", "MiniMars", "Recipe", "World", "check_action",

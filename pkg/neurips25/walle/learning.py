@@ -28,7 +28,7 @@ from .world import (
     succeeds,
 )
 
-__all__ = ["Transition", "Rule", "KnowledgeGraph", "WorldModel", "HypothesisPrior", "rank_hypotheses", "induce_rules",
+__all__ = ["Transition", "Rule", "KnowledgeGraph", "WorldModel", "HypothesisPrior", "LanguageModelPrior", "rank_hypotheses", "induce_rules",
            "verify_rules", "prune_rules", "align", "K_MAX"]
 
 K_MAX = 3  # stand-in for the LLM's commonsense that recipes use a handful of items, not dozens
@@ -248,6 +248,47 @@ class HypothesisPrior:
         return sorted(rows, key=lambda x: (-x[3], x[0]))
 
 
+class LanguageModelPrior(HypothesisPrior):
+    """The hypothesis prior read from a language model: the paper's LLM judges which rule to try
+    first. A candidate's score is the mean per-token log-probability of its verbal lesson
+    (``Rule.text()``, underscores read as spaces) after ``prompt``, under ``model`` / ``tokenizer`` —
+    any causal LM, e.g. ``neurips25.lm.pretrained("gpt2")``. Scores are cached per rule; the learned
+    tie-breaks of :func:`rank_hypotheses` (cost, then name) are unchanged. Drop-in wherever a
+    ``HypothesisPrior`` is taken (``Agent``, ``run_world``, ``evaluate``)."""
+
+    def __init__(self, model, tokenizer, prompt: str = "In a Minecraft-like crafting game an action failed. Lesson:"):
+        super().__init__()
+        if not hasattr(model, "config") or not hasattr(tokenizer, "pad_token_id"):
+            raise TypeError("model and tokenizer must be a transformers causal LM and its tokenizer "
+                            "(e.g. neurips25.lm.pretrained('gpt2'))")
+        if not isinstance(prompt, str) or not prompt:
+            raise ValueError(f"prompt must be a non-empty string, got {prompt!r}")
+        self.model, self.tokenizer, self.prompt = model, tokenizer, prompt
+        self.cache: dict[Rule, float] = {}
+
+    def score(self, rule: Rule, model: WorldModel) -> float:
+        if rule not in self.cache:
+            self.score_many([rule])
+        return self.cache[rule]
+
+    def score_many(self, rules) -> list[float]:
+        """Score (and cache) ``rules`` in one batched forward pass of the language model."""
+        import torch
+
+        from ..lm import continuation_logprobs
+
+        new = [r for r in dict.fromkeys(rules) if r not in self.cache]
+        if new:
+            with torch.no_grad():
+                lps = continuation_logprobs(self.model, self.tokenizer, [self.prompt] * len(new),
+                                            [" " + r.text().replace("_", " ") for r in new])
+            self.cache.update((r, float(lp.mean())) for r, lp in zip(new, lps))
+        return [self.cache[r] for r in rules]
+
+    def fit(self, runs) -> LanguageModelPrior:
+        raise NotImplementedError("a LanguageModelPrior is read from its language model, not fitted")
+
+
 def _hypothesis_key(rule: Rule, model: WorldModel, prior, costs: dict) -> tuple:
     if rule.kind == "inv_lt" and rule.thing not in costs:
         costs[rule.thing] = _cost(rule.thing, model)
@@ -259,6 +300,8 @@ def rank_hypotheses(rules, model: WorldModel, prior: HypothesisPrior | None = No
     """Candidate rules, most plausible first: by the learned ``prior``'s score, then the cheaper to
     test (fewer actions to satisfy the rule under the believed recipes), then by name."""
     costs: dict = {}
+    if isinstance(prior, LanguageModelPrior):
+        prior.score_many(list(rules))  # one batched forward pass instead of one per rule
     return sorted(rules, key=lambda r: _hypothesis_key(r, model, prior, costs), reverse=True)
 
 
