@@ -251,16 +251,17 @@ def test_input_validation(world):
         gr.verifier_examples(world, repeats=0)
     with pytest.raises(ValueError, match="formats"):
         gr.proposer_data([], formats=("tree",))
-    with pytest.raises(ValueError, match="data is empty"):
-        gr.train_model(world, [])
+    with pytest.warns(UserWarning, match="knowledge corpus only"):
+        gr.train_model(world, [], steps=1, n_layer=1, n_embd=16, batch_size=8)
     with pytest.raises(ValueError, match="threshold"):
         gr.LearnedVerifier(None, None, threshold=1.0)
 
 
-def test_smoke_training_learned_verifier_and_proposer(world, traces):
+def test_smoke_training_learned_verifier_and_proposer(world, traces, any_device):
     """A few dozen steps: the pipeline runs end to end and the learned verifier is a callable verifier."""
     model, tok = gr.train_model(world, gr.verifier_examples(world, repeats=1) + gr.proposer_data(traces[:20]),
-                                steps=30, n_layer=1, n_embd=32, batch_size=32)
+                                steps=30, n_layer=1, n_embd=32, batch_size=32, device=any_device)
+    assert next(model.parameters()).device.type == any_device.type
     v = gr.LearnedVerifier(model, tok)
     kept, rejected = gr.filter_traces(traces[:10], v)
     assert len(kept) + len(rejected) == 10 and v.calls >= 10
@@ -275,3 +276,64 @@ def test_smoke_training_learned_verifier_and_proposer(world, traces):
     assert len(conf) == 6 and all(c <= 0 for c in conf)
     with pytest.raises(ValueError, match="equal lengths"):
         gr.sequence_confidence(model, tok, qs, texts[:2], "graph")
+
+
+def test_pack_rows_keeps_whole_examples(world):
+    tok = gr.model._tokenizer(world)
+    pairs = [("", f) for f in world.facts()[:30]] + gr.proposer_data(gr.make_traces(world, seed=0)[:6])
+    rows, masks = gr.model._pack_rows(tok, pairs, 48)
+    assert all(len(r) <= 48 and len(r) == len(m) for r, m in zip(rows, masks))
+    flat = [t for r in rows for t in r]
+    assert flat.count(tok.bos_token_id) == len(pairs) == flat.count(tok.eos_token_id)
+    assert sum(map(sum, masks)) == sum(len(tok(a, add_special_tokens=False)["input_ids"]) + 1 for _, a in pairs)
+    with pytest.raises(ValueError, match="block_size"):
+        gr.model._pack_rows(tok, pairs, 8)
+
+
+def test_run_experiment_smoke_on_each_device(any_device, monkeypatch):
+    """The whole study under NEURIPS25_SMOKE=1 (2 training steps, 8 test questions) on each device:
+    every number of the results table is there, and the fact-filtered CoT control too."""
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")
+    res, st = gr.run_experiment(n_people=20, seed=0, fact_filtered=True, device=any_device, return_state=True)
+    for key in ("direct", "cot", "graph", "cot_sc", "filtered_graph", "filtered_cot", "factfiltered_cot",
+                "rv_learned_cov", "filtered_conf_acc_at_rv_cov", "verifier_acc_heldout", "factfilter_keep_clean"):
+        assert key in res and 0.0 <= res[key] <= 1.0 or math.isnan(res[key]), key
+    assert res["n_test"] == 8
+    for m in (st["model_a"], st["model_b"], st["model_c"]):
+        assert next(m.parameters()).device.type == any_device.type
+
+
+def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint, monkeypatch):
+    """A real checkpoint's tokenizer (byte-level, id 0 a real token, pad = eos = last id) in place of the
+    word-level one: the roles fine-tune copies of it, the learned verifier recalls whole words by greedy
+    decoding and scores multi-token "yes"/"no". The fixture's context (64 positions) is shorter than a
+    graph trace in bytes (~150), so ``run_experiment`` gets the same network with a longer context."""
+    from transformers import GPT2LMHeadModel
+
+    from neurips25.lm import pretrained
+
+    model, tok = pretrained(str(gpt2_style_checkpoint))
+    assert tok.pad_token_id == tok.eos_token_id == len(tok) - 1
+    world = gr.make_world(20, seed=0)
+    # the parts that fit the fixture's own context: training on facts and direct answers, recall, the fact
+    # filter, direct answers and their confidence
+    data = [gr.render(t, "direct") for t in gr.make_traces(world, seed=0)]
+    m, _ = gr.train_model(world, data, steps=3, batch_size=8, tokenizer=tok, model=model)
+    v = gr.LearnedVerifier(m, tok, recall_tokens=4)
+    p = world.test_people[0]
+    assert isinstance(v.recall([f"{p} lives_in"])[0], str)
+    assert isinstance(v.fact_holds(p, "lives_in", world.city_of[p]), bool)
+    kept, rejected = gr.fact_filter(gr.make_traces(world, seed=0)[:4], v)
+    assert len(kept) + len(rejected) == 4
+    qs = [("country", p), ("language", p)]
+    texts = gr.answer_questions(m, tok, qs, "direct")
+    assert len(texts) == 2 and all(isinstance(t, str) for t in texts)
+    conf = gr.sequence_confidence(m, tok, qs, texts, "direct")
+    assert len(conf) == 2 and all(c <= 0 for c in conf)
+    # the whole entry point: the same checkpoint with room for a graph trace in bytes
+    model.config.n_positions = 320
+    long = GPT2LMHeadModel(model.config)
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")
+    res = gr.run_experiment(n_people=10, seed=0, unfiltered=False, base=(long, tok))
+    assert res["n_test"] == 6 and 0.0 <= res["filtered_graph"] <= 1.0 and 0.0 <= res["filtered_rv_learned_cov"] <= 1.0
+    assert 0.0 <= res["verifier_acc_heldout"] <= 1.0

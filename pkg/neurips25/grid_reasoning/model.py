@@ -51,9 +51,30 @@ def knowledge_corpus(world: World, *, entity_weight: int = 4) -> list[str]:
     return facts[:n_people] + facts[n_people:] * entity_weight
 
 
+def _pack_rows(tok, pairs: Sequence[tuple[str, str]], block_size: int) -> tuple[list[list[int]], list[list[int]]]:
+    """Whole ``(prompt, completion)`` examples packed first-fit, in order, into rows of at most
+    ``block_size`` tokens (``<bos> prompt completion <eos>`` each, loss mask on completion + EOS): no
+    example is cut, and a row of short facts costs what one long trace costs in ``mode="pad"``."""
+    enc = lambda s: list(tok(s, add_special_tokens=False)["input_ids"]) if s else []
+    rows, masks, cur, cm = [], [], [], []
+    for p, a in pairs:
+        x = [tok.bos_token_id] + enc(p)
+        y = enc(a) + [tok.eos_token_id]
+        if len(x) + len(y) > block_size:
+            raise ValueError(f"example {p!r} → {a!r} has {len(x) + len(y)} tokens, more than block_size={block_size}")
+        if len(cur) + len(x) + len(y) > block_size:
+            rows.append(cur)
+            masks.append(cm)
+            cur, cm = [], []
+        cur, cm = cur + x + y, cm + [0] * len(x) + [1] * len(y)
+    rows.append(cur)
+    masks.append(cm)
+    return rows, masks
+
+
 def train_model(world: World, data: Sequence[tuple[str, str]], *, steps: int = 800, n_layer: int = 2,
                 n_embd: int = 64, batch_size: int = 64, lr: float = 3e-3, fact_repeats: int = 4, mode: str = "pad",
-                arch: str = "llama", seed: int = 0, tokenizer=None):
+                arch: str = "llama", seed: int = 0, tokenizer=None, model=None, device=None):
     """A tiny transformer (``neurips25.lm``: Llama-style by default, GPT-2 with ``arch="gpt2"``; Lightning)
     trained from scratch on the knowledge corpus (every fact of the world, ``knowledge_corpus`` repeated
     ``fact_repeats`` times, so it knows the held-out people's facts too) mixed with ``data``,
@@ -61,20 +82,46 @@ def train_model(world: World, data: Sequence[tuple[str, str]], *, steps: int = 8
 
     Proposers and the verifier are separate models trained on the same knowledge corpus — the paper's
     "shared base model, one LoRA fine-tune per role", in the cheapest form at this scale.
-    """
-    from neurips25.lm import tiny_model, train_lm
 
-    if not data:
-        raise ValueError("data is empty: nothing to train on besides the knowledge corpus")
+    ``model`` (with its ``tokenizer``) fine-tunes a given network in place instead — e.g. a copy of a real
+    checkpoint from ``neurips25.lm.pretrained``; rows are then as long as its context allows (≤ 256).
+    ``mode``: ``"pad"`` (one example per row), ``"pack"`` (``neurips25.lm``'s packing, examples may be
+    cut) or ``"rows"`` (whole examples packed first-fit into rows, ``_pack_rows``: the same examples for
+    about a third of the compute of ``"pad"``, as most are short facts). ``steps`` goes through
+    ``runtime.cap``; ``device`` (default CPU) is where it trains and where the model is left.
+    """
+    import torch
+
+    from neurips25.lm import context_length, tiny_model, train_lm
+    from neurips25.runtime import cap
+
+    if not data:  # e.g. a verifier trained for 2 smoke steps rejects every trace
+        import warnings
+
+        warnings.warn("no task data: the model learns the knowledge corpus only", stacklevel=2)
     if not isinstance(fact_repeats, int) or fact_repeats < 1:
         raise ValueError(f"fact_repeats must be a positive int, got {fact_repeats!r}")
+    if mode not in ("pad", "pack", "rows"):
+        raise ValueError(f"mode must be 'pad', 'pack' or 'rows', got {mode!r}")
+    if (model is None) != (tokenizer is None) and model is not None:
+        raise ValueError("a given model needs its tokenizer")
+    device = torch.device("cpu" if device is None else device)
     tok = tokenizer or _tokenizer(world)
-    model = tiny_model(tok, n_layer=n_layer, n_embd=n_embd, n_head=4, n_positions=48, arch=arch, seed=seed)
+    block = 48
+    if model is None:
+        model = tiny_model(tok, n_layer=n_layer, n_embd=n_embd, n_head=4, n_positions=48, arch=arch, seed=seed)
+    else:
+        block = min(context_length(model), 256)
     mix = list(data) + [("", f) for f in knowledge_corpus(world)] * fact_repeats
     random.Random(seed).shuffle(mix)  # the order matters for mode="pack" (what precedes each sequence)
-    train_lm(model, tok, mix, steps=steps, lr=lr, warmup=40, batch_size=batch_size, mask="answer", mode=mode,
-             block_size=48, seed=seed, accelerator="cpu")
-    return model, tok
+    kw = dict(steps=cap(steps), lr=lr, warmup=40, batch_size=batch_size, mode="pad" if mode == "rows" else mode,
+              block_size=block, seed=seed, accelerator="gpu" if device.type == "cuda" else "cpu")
+    if mode == "rows":  # whole examples packed into rows (_pack_rows), padded per batch
+        rows, masks = _pack_rows(tok, mix, block)
+        train_lm(model, tok, rows, mask=masks, **kw)
+    else:
+        train_lm(model, tok, mix, mask="answer", **kw)
+    return model.to(device).eval(), tok
 
 
 def proposer_data(traces: Sequence[Trace], formats: Sequence[str] = FORMATS) -> list[tuple[str, str]]:
@@ -93,7 +140,19 @@ def answer_questions(model, tok, questions: Sequence[tuple[str, str]], fmt: str,
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
     prompts = [f"Q {k} {p} <{fmt}>" for k, p in questions]
-    return generate(model, tok, prompts, max_new_tokens=40, temperature=temperature, seed=seed).texts
+    return generate(model, tok, prompts, max_new_tokens=_max_new_tokens(model, tok, prompts), temperature=temperature,
+                    seed=seed).texts
+
+
+def _max_new_tokens(model, tok, prompts: Sequence[str]) -> int:
+    """40 words for the word-level tokenizer trained here (a graph trace has at most 33); a real
+    checkpoint's subword/byte tokenizer needs more tokens per word: up to 256, as its context allows."""
+    from neurips25.lm import context_length
+
+    if "lives_in" in tok.get_vocab():
+        return 40
+    longest = max(len(tok(p, add_special_tokens=False)["input_ids"]) + 1 for p in prompts)
+    return max(1, min(256, context_length(model) - longest))
 
 
 def sequence_confidence(model, tok, questions: Sequence[tuple[str, str]], texts: Sequence[str], fmt: str, *,
@@ -138,6 +197,7 @@ def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency
                    steps: int = 1600,
                    verifier_steps: int = 800, n_layer: int = 2, n_embd: int = 64, verify_repeats: int = 2,
                    sc_n: int = 5, seed: int = 0, filtered: bool = True, unfiltered: bool = True,
+                   fact_filtered: bool = False, batch_size: int = 64, mode: str = "pad", base=None, device=None,
                    return_state: bool = False):
     """The whole study for one seed (every number of the chapter's results table):
 
@@ -150,29 +210,48 @@ def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency
     check alone as a filter, ``fact_filter``; proposer B in linear-CoT format; abstaining on the
     proposer's least confident answers at the coverage of runtime verification). ``filtered=False``
     skips proposer B (its ``filtered_*`` numbers), ``unfiltered=False`` skips proposer A (the plain
-    format numbers and self-consistency); the rest is unchanged.
+    format numbers and self-consistency); the rest is unchanged. ``fact_filtered=True`` adds proposer C,
+    trained like B on the traces the fact check alone keeps (``fact_filter``, no graph): its linear CoT
+    (``factfiltered_cot``) is the control "CoT + the same fact filter" (``factfiltered_*`` numbers).
+
+    The generator: ``base=None`` trains every role (verifier, proposers) from scratch as a tiny model on the
+    world's word-level tokenizer — the book's run. ``base=(model, tokenizer)``, e.g.
+    ``neurips25.lm.pretrained("gpt2")``, fine-tunes a copy of that checkpoint for each role instead (the
+    paper's shared base model, one fine-tune per role). ``device``: where every model trains and decodes
+    (default CPU). Under ``NEURIPS25_SMOKE=1`` (``runtime.cap``) training steps, test questions and
+    self-consistency samples are capped.
     """
+    import copy
+
+    from neurips25.runtime import cap
+
+    if base is not None and not (isinstance(base, (tuple, list)) and len(base) == 2):
+        raise TypeError("base must be None or a (model, tokenizer) pair, e.g. neurips25.lm.pretrained('gpt2')")
+    fresh = (lambda: None) if base is None else (lambda: copy.deepcopy(base[0]))
+    tok = None if base is None else base[1]
     world = make_world(n_people, seed=seed)
     traces = make_traces(world, confusion=confusion, consistency=consistency, slip=slip, seed=seed)
     # the verifier: knowledge corpus (more repeats: its fact check is recall) + verify prompts whose negatives
     # are dependency/purpose errors (fact errors are caught by recall, see LearnedVerifier)
     ver_data = verifier_examples(world, repeats=verify_repeats, corruptions=("conclusion", "citation"), seed=seed)
     ver_model, tok = train_model(world, ver_data, steps=verifier_steps, n_layer=n_layer, n_embd=n_embd,
-                                 fact_repeats=8, arch="gpt2", seed=seed)
+                                 fact_repeats=8, arch="gpt2", seed=seed, mode="pad", batch_size=batch_size,
+                                 tokenizer=tok, model=fresh(), device=device)
     verifier, oracle = LearnedVerifier(ver_model, tok), OracleVerifier(world)
     kept, rejected = filter_traces(traces, verifier)
     fkept, frejected = fact_filter(traces, verifier)  # the no-graph control: the fact check alone
-    if not (filtered or unfiltered):
-        raise ValueError("train at least one proposer: filtered and unfiltered cannot both be False")
-    model_a = None
-    if unfiltered:  # proposer A (``unfiltered=False`` skips it)
-        model_a, _ = train_model(world, proposer_data(traces), steps=steps, n_layer=n_layer, n_embd=n_embd,
-                                 seed=seed, tokenizer=tok)
-    model_b = None
-    if filtered:  # proposer B (``filtered=False`` skips it: a cheaper run for the notebook)
-        model_b, _ = train_model(world, proposer_data(kept), steps=steps, n_layer=n_layer, n_embd=n_embd, seed=seed,
-                                 tokenizer=tok)
+    if not (filtered or unfiltered or fact_filtered):
+        raise ValueError("train at least one proposer: filtered, unfiltered and fact_filtered cannot all be False")
+
+    def proposer(data):
+        return train_model(world, proposer_data(data), steps=steps, n_layer=n_layer, n_embd=n_embd, seed=seed,
+                           tokenizer=tok, mode=mode, batch_size=batch_size, model=fresh(), device=device)[0]
+
+    model_a = proposer(traces) if unfiltered else None  # proposer A: every trace
+    model_b = proposer(kept) if filtered else None  # proposer B: the traces Alg. 1 keeps
+    model_c = proposer(fkept) if fact_filtered else None  # proposer C: the traces the fact check alone keeps
     qs = [(k, p) for p in world.test_people for k in QUESTIONS]
+    qs = qs[:cap(len(qs), 8)]
     gold = [world.answer(k, p) for k, p in qs]
     bad = [t for t in traces if t.corruption]
     confused = {world.country_of[world.city_of[t.person]] for t in traces if t.corruption == "fact"}
@@ -194,15 +273,20 @@ def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency
                  "alg1_reject_fact": _frac([t for t in rejected if t.corruption == "fact"],
                                            [t for t in traces if t.corruption == "fact"])}
     texts = {}
-    for name, model in (("", model_a), ("filtered_", model_b)):
+    for name, model in (("", model_a), ("filtered_", model_b), ("factfiltered_", model_c)):
         if model is None:
             continue
         for fmt in FORMATS:
+            if name == "factfiltered_" and fmt == "direct":
+                continue  # proposer C is the CoT control (its graph format is reported too)
             texts[name + fmt] = out = answer_questions(model, tok, qs, fmt)
             res[name + fmt] = accuracy([extract_answer(t) for t in out], gold)
             if fmt != "direct":  # split: questions the misconception touches vs the rest
                 for part, idx in (("misconception", hit), ("other", [i for i in range(len(qs)) if i not in hit])):
-                    res[f"{name}{fmt}_{part}"] = accuracy([extract_answer(out[i]) for i in idx], [gold[i] for i in idx])
+                    res[f"{name}{fmt}_{part}"] = accuracy([extract_answer(out[i]) for i in idx],
+                                                          [gold[i] for i in idx]) if idx else float("nan")
+        if name == "factfiltered_":
+            continue
         for vname, v in (("learned", LearnedVerifier(ver_model, tok)), ("oracle", oracle)):
             ver = runtime_verify(texts[name + "graph"], v)
             res[f"{name}rv_{vname}_acc"], res[f"{name}rv_{vname}_cov"] = acc_at_passed(
@@ -214,10 +298,11 @@ def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency
                 conf = sequence_confidence(model, tok, qs, texts[name + "graph"], "graph")
                 res[f"{name}conf_acc_at_rv_cov"] = selective_accuracy(
                     [extract_answer(t) for t in texts[name + "graph"]], gold, conf,
-                    res[f"{name}rv_learned_cov"])[0]
+                    res[f"{name}rv_learned_cov"])[0] if res[f"{name}rv_learned_cov"] > 0 else float("nan")
     if model_a is not None:
-        res["cot_sc"] = accuracy(self_consistency(model_a, tok, qs, n=sc_n, seed=seed), gold)
+        res["cot_sc"] = accuracy(self_consistency(model_a, tok, qs, n=cap(sc_n), seed=seed), gold)
     test_steps = verifier_examples(world, world.test_people, seed=seed + 1)
+    test_steps = test_steps[:cap(len(test_steps), 8)]
     p = verifier.p_yes([s for s, _ in test_steps])
     res["verifier_acc_heldout"] = sum((q >= 0.5) == (y == "yes") for q, (_, y) in zip(p, test_steps)) / len(p)
     res["verifier_recall_heldout"] = _frac([1 for q, (_, y) in zip(p, test_steps) if y == "no" and q < 0.5],
@@ -225,7 +310,7 @@ def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency
     if not return_state:
         return res
     state = dict(world=world, traces=traces, kept=kept, rejected=rejected, fact_kept=fkept, tok=tok, verifier=verifier,
-                 oracle=oracle, model_a=model_a, model_b=model_b, questions=qs, gold=gold, texts=texts)
+                 oracle=oracle, model_a=model_a, model_b=model_b, model_c=model_c, questions=qs, gold=gold, texts=texts)
     return res, state
 
 
@@ -269,24 +354,47 @@ def draw_graph(graph: Graph, verdicts: dict | None = None, *, ax=None, title: st
     return ax
 
 
+# The stored sweep's settings per scale. "small" is exactly what produced notebooks/results/grid_reasoning.json
+# (`python -m neurips25.grid_reasoning`) and what the notebook's live run uses. "full" moves toward the paper,
+# which fine-tunes 8B/14B models (LoRA) on thousands of benchmark questions per dataset (StrategyQA 2.3k,
+# CommonsenseQA 9.7k training questions): a world of 1,000 people (1,400 training traces, 600 held-out
+# questions), 4-layer width-128 models, four times the training.
+SWEEP = {
+    "small": dict(seeds=[0, 1, 2],
+                  config=dict(n_people=200, steps=1600, verifier_steps=800, n_layer=2, n_embd=64, batch_size=64,
+                              fact_filtered=True)),
+    "full": dict(seeds=[0, 1, 2, 3, 4],
+                 config=dict(n_people=1000, steps=6400, verifier_steps=3200, n_layer=4, n_embd=128, batch_size=64,
+                             fact_filtered=True)),
+}
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m neurips25.grid_reasoning --seeds 0 1 2 3 4``: the study over seeds, stored with
-    ``neurips25.results.save_results`` in ``notebooks/results/grid_reasoning.json``."""
+    """``python -m neurips25.grid_reasoning [--scale small|full] [--out PATH] [--seeds ...]``: the study over
+    the scale's seeds with ``SWEEP[scale]``, stored with ``neurips25.results.save_results`` in
+    ``notebooks/results/grid_reasoning.json`` (``--scale full``: ``grid_reasoning.full.json``). The models
+    train where ``runtime.device()`` points (CUDA when present)."""
     import argparse
     import os
+    import sys
 
-    from neurips25.results import save_results
+    from neurips25.results import add_scale_arguments, save_results
+    from neurips25.runtime import cap, device
 
-    ap = argparse.ArgumentParser(description=main.__doc__)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    ap.add_argument("--steps", type=int, default=1600, help="proposer training steps (800: undertrained)")
+    ap = argparse.ArgumentParser(prog="python -m neurips25.grid_reasoning", description=main.__doc__)
+    add_scale_arguments(ap)
+    ap.add_argument("--seeds", type=int, nargs="+", default=None, help="override the scale's seeds")
+    ap.add_argument("--steps", type=int, default=None, help="override the proposers' training steps")
     args = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    sweep = SWEEP[args.scale]
+    seeds = sweep["seeds"] if args.seeds is None else args.seeds
+    seeds = seeds[:cap(len(seeds), 1)]
+    config = dict(sweep["config"], **({} if args.steps is None else {"steps": args.steps}))
     runs = []
-    for seed in args.seeds:
-        runs.append(run_experiment(seed=seed, steps=args.steps))
+    for seed in seeds:
+        runs.append(run_experiment(seed=seed, device=device(), **config))
         print({k: round(v, 3) if isinstance(v, float) else v for k, v in runs[-1].items()}, flush=True)
-    cmd = "python -m neurips25.grid_reasoning --seeds " + " ".join(map(str, args.seeds))
-    cmd += "" if args.steps == 1600 else f" --steps {args.steps}"
-    print(save_results("grid_reasoning", {"runs": runs}, cmd, args.seeds[0]))
-
+    cmd = "python -m neurips25.grid_reasoning " + " ".join(sys.argv[1:] if argv is None else argv)
+    print(save_results("grid_reasoning", {"config": config, "runs": runs}, cmd.strip(), seeds[0], path=args.out,
+                       scale=args.scale))

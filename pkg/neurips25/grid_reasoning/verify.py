@@ -139,10 +139,11 @@ class LearnedVerifier:
     sequential loops of ``verify_graph`` stay cheap. ``n_tokens`` counts the verification tokens.
     """
 
-    def __init__(self, model, tokenizer, *, threshold: float = 0.5, batch_size: int = 512):
+    def __init__(self, model, tokenizer, *, threshold: float = 0.5, batch_size: int = 512, recall_tokens: int = 8):
         if not 0.0 < threshold < 1.0:
             raise ValueError(f"threshold must be in (0, 1), got {threshold!r}")
         self.model, self.tok, self.threshold, self.batch_size = model, tokenizer, threshold, batch_size
+        self.recall_tokens, self._is_word = recall_tokens, None
         self._yes: dict[str, float] = {}
         self._recall: dict[str, str] = {}
         self.n_tokens = 0
@@ -150,25 +151,48 @@ class LearnedVerifier:
 
     def p_yes(self, prompts: Sequence[str]) -> list[float]:
         """P(yes) for each verify prompt (cached)."""
-        from neurips25.lm import score_choices
+        import torch
+
+        from neurips25.lm import continuation_logprobs, score_choices
 
         todo = [p for p in dict.fromkeys(prompts) if p not in self._yes]
         for i in range(0, len(todo), self.batch_size):
             chunk = todo[i:i + self.batch_size]
-            lp = score_choices(self.model, self.tok, chunk, ["yes", "no"])
+            if self._single_token(["yes", "no"]):
+                lp = score_choices(self.model, self.tok, chunk, ["yes", "no"])
+            else:  # a real checkpoint's tokenizer: "yes"/"no" may be several tokens; compare whole words
+                lp = torch.stack([torch.stack([x.sum() for x in continuation_logprobs(self.model, self.tok, chunk,
+                                                                                      [" " + w] * len(chunk))])
+                                  for w in ("yes", "no")], 1).log_softmax(-1)
             self._yes.update(zip(chunk, lp[:, 0].exp().tolist()))
         return [self._yes[p] for p in prompts]
 
+    def _single_token(self, words: Sequence[str]) -> bool:
+        """Is every word one token of the tokenizer (the word-level tokenizer trained here: yes)?"""
+        return all(len(self.tok(w, add_special_tokens=False)["input_ids"]) == 1 for w in words)
+
     def recall(self, queries: Sequence[str]) -> list[str]:
         """The model's greedy completion (one word) of each ``"s r"`` query (cached)."""
-        from neurips25.lm import next_token_logits
+        from neurips25.lm import generate, next_token_logits
 
         todo = [q for q in dict.fromkeys(queries) if q not in self._recall]
         for i in range(0, len(todo), self.batch_size):
             chunk = todo[i:i + self.batch_size]
-            ids = next_token_logits(self.model, self.tok, chunk).argmax(-1).tolist()
-            self._recall.update(zip(chunk, self.tok.convert_ids_to_tokens(ids)))
+            if self._word_level():
+                ids = next_token_logits(self.model, self.tok, chunk).argmax(-1).tolist()
+                words = self.tok.convert_ids_to_tokens(ids)
+            else:  # subword/byte tokenizer: greedy-decode a few tokens, keep the first word
+                texts = generate(self.model, self.tok, chunk, max_new_tokens=self.recall_tokens, temperature=0.0).texts
+                words = [(t.split() or [""])[0] for t in texts]
+            self._recall.update(zip(chunk, words))
         return [self._recall[q] for q in queries]
+
+    def _word_level(self) -> bool:
+        """True for a tokenizer with one token per word (the one trained here), where recall is one argmax."""
+        if self._is_word is None:
+            vocab = self.tok.get_vocab()
+            self._is_word = "lives_in" in vocab and "speaks" in vocab
+        return self._is_word
 
     @staticmethod
     def _recall_query(node: Node) -> str:
