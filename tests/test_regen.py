@@ -131,3 +131,48 @@ def test_invalid_inputs_raise(docs):
         R.fill_teaser("a . <quote>", R.Documentary(0, "x", ["fisher"]), None, None)
     with pytest.raises(TypeError, match="script"):
         R.parse_placeholders(3)
+
+
+def _widen_context(model, n_positions: int):
+    """A teaser script is ~260 bytes; the fixture's byte-level GPT-2 has 64 positions (a real GPT-2
+    has 1024). Only the position table grows; vocabulary, tokenizer and pad = eos stay."""
+    old = model.transformer.wpe
+    new = torch.nn.Embedding(n_positions, old.embedding_dim)
+    with torch.no_grad():
+        new.weight[: old.num_embeddings] = old.weight
+    model.transformer.wpe = new
+    model.config.n_positions = n_positions
+    return model
+
+
+def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint, any_device):
+    """Stage 1 from a real-style checkpoint (byte-level, pad = eos not id 0, no <quote> token), then
+    stage 2 on its scripts, on ``any_device``."""
+    from neurips25.lm import pretrained
+
+    model, tok = pretrained(str(gpt2_style_checkpoint))
+    assert tok.pad_token_id != 0 and R.QUOTE not in tok.get_vocab()
+    n_vocab = len(tok)
+    train, test = R.make_split(3, 2, n_segments=8, seed=0)
+    sm = R.ScriptModel(train, n_examples=2, steps=2, batch_size=4, generator=(_widen_context(model, 384), tok),
+                       device=any_device).fit()
+    assert len(tok) == n_vocab + 1 and sm.quote_id == n_vocab
+    assert sm.model.get_input_embeddings().num_embeddings >= len(tok)
+    assert next(sm.model.parameters()).device.type == any_device.type
+    assert len(sm.run.history) == 2 and all(v == v for v in sm.run.history)
+    scripts = sm.write(test, max_new_tokens=8)
+    assert len(scripts) == 2 and all(isinstance(s, str) and s for s in scripts)
+    def enc(texts):  # a stand-in for MiniLM (stage 2 does not depend on the checkpoint): fixed random unit vectors
+        rows = [torch.randn(16, generator=torch.Generator().manual_seed(hash(t) % 2**31)) for t in texts]
+        return torch.nn.functional.normalize(torch.stack(rows), dim=-1)
+
+    vocab = R.quote_vocab(train)
+    ret = R.train_retriever(R.doc_tensors(train, enc, vocab), len(vocab), epochs=1, device=any_device, dim=16,
+                            hidden=16)
+    assert ret.device.type == any_device.type
+    for script, doc in zip([f"the farmer remembers . {R.QUOTE} it was hard .", *scripts], [test[0], *test]):
+        filled, chosen = R.fill_teaser(script, doc, ret, enc)
+        assert len(chosen) == script.count(R.QUOTE) and len(set(chosen)) == len(chosen)
+        assert all(0 <= i < len(doc.segments) for i in chosen) and R.QUOTE not in filled
+    scores = ret.scores(R.doc_tensors(test[:1], enc, vocab)[0])
+    assert scores.shape == (8, 8) and scores.abs().max() <= 1 + 1e-5

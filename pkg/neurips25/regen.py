@@ -214,9 +214,12 @@ def make_documentaries(n_docs: int, n_segments: int = 24, n_cast: int = 3, seed:
 
 def make_split(n_train: int, n_test: int, n_segments: int = 24, n_cast: int = 3, seed: int = 0):
     """(train films, test films) written from disjoint template pools and places: the held-out films
-    share no narration sentence, no quote template and no place with the training films."""
-    return (make_documentaries(n_train, n_segments, n_cast, seed, pool="train"),
-            make_documentaries(n_test, n_segments, n_cast, seed, pool="test"))
+    share no narration sentence, no quote template and no place with the training films.
+    ``NEURIPS25_SMOKE=1`` (``runtime.cap``): at most 8 training and 4 test films."""
+    from .runtime import cap
+
+    return (make_documentaries(cap(n_train, 8), n_segments, n_cast, seed, pool="train"),
+            make_documentaries(cap(n_test, 4), n_segments, n_cast, seed, pool="test"))
 
 
 def split_overlap(train: Sequence[Documentary], test: Sequence[Documentary]) -> dict[str, float]:
@@ -279,33 +282,52 @@ def script_prompt(doc: Documentary) -> str:
 
 
 class ScriptModel:
-    """Stage 1: a tiny causal LM (``neurips25.lm``) that writes teaser scripts with ``<quote>`` placeholders.
+    """Stage 1: a causal LM (``neurips25.lm``) that writes teaser scripts with ``<quote>`` placeholders.
 
     The paper fine-tunes an LLM on (transcript, teaser) pairs; here a 2-layer GPT-2 learns the
     (prompt, script) pairs of ``teaser_examples`` with the loss on the script only.
+
+    ``generator``: ``None`` (the tiny word-level GPT-2 built here) or a ``(model, tokenizer)`` pair,
+    e.g. ``neurips25.lm.pretrained("gpt2")`` — the one-line swap to a real checkpoint, fine-tuned the
+    same way; ``<quote>`` is added to its tokenizer as a special token (and its embeddings resized)
+    if missing. ``device``: where it trains and writes (``None``: ``runtime.device()``, CUDA when present).
     """
 
     def __init__(self, train_docs: Sequence[Documentary], *, n_examples: int = 8, n_beats: int = 3,
-                 n_embd: int = 64, steps: int = 150, lr: float = 3e-3, batch_size: int = 32, seed: int = 0):
+                 n_embd: int = 64, steps: int = 150, lr: float = 3e-3, batch_size: int = 32, seed: int = 0,
+                 generator=None, device: str | torch.device | None = None):
         from neurips25.lm import build_tokenizer, tiny_model
+        from neurips25.runtime import device as default_device
 
         if not train_docs:
             raise ValueError("train_docs must hold at least one documentary")
         self.examples = [e for d in train_docs for e in teaser_examples(d, n_examples, n_beats, seed)]
-        corpus = [p + a for p, a in self.examples] + [f"film : {a} {n} . cast : " + " , ".join(ROLES)
-                                                     for a in _ADJ for n in _NOUN]
-        self.tok = build_tokenizer("word", corpus, special_tokens=[QUOTE])
+        if generator is None:
+            corpus = [p + a for p, a in self.examples] + [f"film : {a} {n} . cast : " + " , ".join(ROLES)
+                                                         for a in _ADJ for n in _NOUN]
+            self.tok = build_tokenizer("word", corpus, special_tokens=[QUOTE])
+            self.model = tiny_model(self.tok, n_layer=2, n_embd=n_embd, n_head=4, n_positions=96, seed=seed)
+        else:
+            if not (isinstance(generator, (tuple, list)) and len(generator) == 2):
+                raise TypeError("generator must be a (model, tokenizer) pair, e.g. neurips25.lm.pretrained('gpt2')")
+            self.model, self.tok = generator
+            if QUOTE not in self.tok.get_vocab():
+                self.tok.add_tokens([QUOTE], special_tokens=True)
+            if self.model.get_input_embeddings().num_embeddings < len(self.tok):
+                self.model.resize_token_embeddings(len(self.tok))
         self.quote_id = self.tok.convert_tokens_to_ids(QUOTE)
-        self.model = tiny_model(self.tok, n_layer=2, n_embd=n_embd, n_head=4, n_positions=96, seed=seed)
+        self.device = torch.device(device) if device is not None else default_device()
         self.n_beats = n_beats
         self.hparams = dict(steps=steps, lr=lr, batch_size=batch_size, seed=seed)
 
     def fit(self) -> ScriptModel:
         from neurips25.lm import train_lm
 
-        hp = self.hparams
+        hp = self.hparams  # NEURIPS25_SMOKE=1: train_lm caps the steps (runtime.cap)
         self.run = train_lm(self.model, self.tok, self.examples, steps=hp["steps"], lr=hp["lr"],
-                            batch_size=hp["batch_size"], mask="answer", seed=hp["seed"], accelerator="cpu")
+                            batch_size=hp["batch_size"], mask="answer", seed=hp["seed"],
+                            accelerator=self.device.type)
+        self.model.to(self.device)
         return self
 
     def write(self, docs: Sequence[Documentary], max_new_tokens: int = 20, temperature: float = 0.7,
@@ -471,11 +493,13 @@ class QuoteRetriever(lightning_module()):
 
 
 def train_retriever(train: Sequence[DocTensors], vocab_size: int, *, epochs: int = 40, docs_per_batch: int = 6,
-                    seed: int = 0, **hparams) -> QuoteRetriever:
-    """Train a ``QuoteRetriever`` with the quiet trainer; each batch holds whole documentaries."""
+                    seed: int = 0, device: str | torch.device | None = None, **hparams) -> QuoteRetriever:
+    """Train a ``QuoteRetriever`` with the quiet trainer; each batch holds whole documentaries.
+    ``device``: where it trains (``None``: ``runtime.device()``, CUDA when present)."""
     import lightning as L
 
-    from neurips25.runtime import make_trainer
+    from neurips25.runtime import cap, make_trainer
+    from neurips25.runtime import device as default_device
 
     if not train:
         raise ValueError("train must hold at least one documentary")
@@ -483,8 +507,9 @@ def train_retriever(train: Sequence[DocTensors], vocab_size: int, *, epochs: int
     model = QuoteRetriever(vocab_size, **hparams)
     loader = torch.utils.data.DataLoader(list(train), batch_size=docs_per_batch, shuffle=True,
                                          collate_fn=_collate, generator=torch.Generator().manual_seed(seed))
-    make_trainer(epochs, accelerator="cpu").fit(model, loader)
-    return model
+    dev = torch.device(device) if device is not None else default_device()
+    make_trainer(cap(epochs), accelerator=dev.type).fit(model, loader)
+    return model.to(dev)
 
 
 # --------------------------------------------------------------------------- evaluation
