@@ -145,3 +145,48 @@ def test_prequential_mdl(setup):
     assert r["per_block"][0] == pytest.approx(float(-lp[torch.arange(8), pos].sum() / np.log(2)), rel=1e-5)
     with pytest.raises(ValueError, match="block"):
         E.prequential_mdl(model, X, y, choices, block=0)
+
+
+def test_exact_p_training_and_mdl_run_on_the_given_device(setup, any_device):
+    tok, model, X, y, choices = setup
+    X, y, choices = X.to(any_device), y.to(any_device), choices.to(any_device)
+    net = E.ExactPLoRA(model, 40, seed=3).to(any_device)
+    hist = E.finetune(net, X, y, steps=3, lr=0.1)
+    assert len(hist) == 3 and all(np.isfinite(hist))
+    assert net.delta.device.type == any_device.type
+    assert 0 <= E.accuracy(net, X, y, choices) <= 1
+    assert net.n_changed() == net.n_effective() <= 40
+    r = E.prequential_mdl(model.to(any_device), X, y, choices, block=16, steps_per_block=1, lr=1e-3)
+    model.to("cpu")
+    assert len(r["per_block"]) == 2 and r["bits"] > 0
+
+
+def test_smoke_caps_the_sweep(setup, monkeypatch):
+    tok, model, X, y, choices = setup
+    data = dict(X_train=X, y_train=y, X_val=X, y_val=y, X_test=X, y_test=y, choices=choices)
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")
+    out = E._sweep_model(model, data, E.ExactPLoRA(model, 0).n_lora, steps=50, seeds=range(3),
+                         budgets=E.SWEEP["full"]["budgets"])
+    # two budgets (the first and "all") + full fine-tuning, their lr grids, two seeds; two steps each
+    assert {r["p"] for r in out["records"]} == {1, E.ExactPLoRA(model, 0).n_lora, "full"}
+    assert {r["seed"] for r in out["records"]} == {0, 1}
+    assert E.finetune(E.ExactPLoRA(model, 5), X, y, steps=50, lr=0.1).__len__() == 2
+    assert set(E.SWEEP) == {"small", "full"} and E.SWEEP["small"]["budgets"] == E.BUDGETS
+
+
+def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint):
+    from neurips25.lm import pretrained
+
+    model, tok = pretrained(str(gpt2_style_checkpoint))
+    assert tok.pad_token_id != 0
+    data = E.make_data(tok, n_train=16, n_val=16, n_test=16)
+    assert data["X_train"].shape[0] == 16 and data["choices"].shape == (4,)
+    assert int(data["X_train"].max()) < len(tok)
+    rec = E.run_budget(model, 10, 0.3, 0, data, steps=2)
+    assert 0 <= rec["test"] <= 1 and rec["n_changed"] == rec["n_effective"] <= 10
+    r = E.prequential_mdl(model, data["X_train"], data["y_train"], data["choices"], block=8, steps_per_block=1)
+    assert len(r["per_block"]) == 2 and r["uniform_bits"] == pytest.approx(16 * 2.0) and r["bits"] > 0
+    out = E.run_all(tok=tok, base_models={"gpt2-style": model}, steps=1, budgets=(3, "all"), mdl_block=64,
+                    mdl_steps=1)
+    assert set(out["pretrained"]) == {"gpt2-style"} and "random_init" not in out
+    assert 0 <= out["pretrained"]["gpt2-style"]["acc0"] <= 1

@@ -34,10 +34,12 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call
 
+from neurips25.runtime import cap
+
 __all__ = ["LETTERS", "DIGITS", "MARKERS", "majority_pairs", "task_tokenizer", "encode_pairs", "pretrain",
            "ExactPLoRA", "select_entries", "finetune", "accuracy", "run_budget", "sweep", "frontier",
            "gap_closure", "MODELS", "fit_curve", "compare_fits", "params_for_gap", "bootstrap_params_for_gap",
-           "lr_grid", "prequential_mdl", "make_data", "run_all"]
+           "lr_grid", "prequential_mdl", "make_data", "SWEEP", "run_all"]
 
 LETTERS = "abcd"
 DIGITS = "1234"
@@ -104,7 +106,7 @@ def pretrain(tok, *, n: int = 3000, steps: int = 300, n_embd: int = 64, n_layer:
     data = (majority_pairs(k, marker="?", seed=seed) + majority_pairs(k, marker="!", seed=seed + 1)
             + majority_pairs(n - 2 * k, marker="#", locked=True, seed=seed + 2))
     model = tiny_model(tok, n_layer=n_layer, n_embd=n_embd, n_head=4, n_positions=16, seed=seed)
-    train_lm(model, tok, data, steps=steps, lr=lr, warmup=20, batch_size=64, mask="answer", seed=seed,
+    train_lm(model, tok, data, steps=cap(steps), lr=lr, warmup=20, batch_size=64, mask="answer", seed=seed,
              accelerator="cpu")
     return model
 
@@ -159,7 +161,7 @@ class ExactPLoRA(torch.nn.Module):
         """Chosen entries that can ever get a gradient: chosen ``B`` entries, and chosen ``A[i, :]``
         entries whose rank index ``i`` has a chosen ``B[:, i]`` partner (with ``B = 0`` at init,
         ``dL/dA = 0`` until its column of ``B`` moves)."""
-        chosen = torch.zeros(self.n_lora, dtype=torch.bool)
+        chosen = torch.zeros(self.n_lora, dtype=torch.bool, device=self.idx.device)
         chosen[self.idx] = True
         parts = dict(zip(self.names, (c.view(s) for c, s in zip(
             chosen.split([math.prod(s) for s in self.shapes]), self.shapes))))
@@ -193,19 +195,20 @@ class _Full(torch.nn.Module):
 
 
 def finetune(net: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int = 100, lr: float = 0.1) -> list[float]:
-    """Full-batch Adam on the answer token's next-token loss; returns the loss per step."""
+    """Full-batch Adam on the answer token's next-token loss; returns the loss per step (on the
+    device of ``net`` and ``X``; the losses are read back once, after the loop)."""
     params = [q for q in net.parameters() if q.requires_grad]
     if not params or sum(q.numel() for q in params) == 0:
         return []  # p = 0: nothing to train, the model stays identical
     opt = torch.optim.Adam(params, lr=lr)
     hist = []
-    for _ in range(steps):
+    for _ in range(cap(steps)):
         loss = F.cross_entropy(net(X)[:, -1], y)
         opt.zero_grad()
         loss.backward()
         opt.step()
-        hist.append(float(loss.detach()))
-    return hist
+        hist.append(loss.detach())
+    return torch.stack(hist).tolist()
 
 
 @torch.no_grad()
@@ -336,7 +339,7 @@ def bootstrap_params_for_gap(p, acc, acc0: float, ceiling: float, qs=(0.5, 0.9),
     p, acc = np.asarray(p, dtype=float), np.asarray(acc, dtype=float)
     point = fit_curve("logistic", p, acc, acc0)
     rng, draws = np.random.default_rng(seed), {q: [] for q in qs}
-    for _ in range(n_boot):
+    for _ in range(cap(n_boot, 5)):
         i = rng.integers(0, len(p), len(p))
         if len(np.unique(p[i])) < 4:
             continue
@@ -346,8 +349,10 @@ def bootstrap_params_for_gap(p, acc, acc0: float, ceiling: float, qs=(0.5, 0.9),
             continue
         for q in qs:
             draws[q].append(params_for_gap(f, q, ceiling))
+    nan = float("nan")  # no resample could be fitted (only when a smoke run caps n_boot)
     return {q: {"p": params_for_gap(point, q, ceiling),
-                "lo": float(np.percentile(draws[q], 2.5)), "hi": float(np.percentile(draws[q], 97.5))}
+                "lo": float(np.percentile(draws[q], 2.5)) if draws[q] else nan,
+                "hi": float(np.percentile(draws[q], 97.5)) if draws[q] else nan}
             for q in qs}
 
 
@@ -390,12 +395,13 @@ def prequential_mdl(model, X: torch.Tensor, y: torch.Tensor, choices: torch.Tens
         xb, yb, cb = X[i:i + block], y[i:i + block], pos[i:i + block]
         with torch.no_grad():
             lp = torch.log_softmax(net(xb)[:, -1][:, choices], -1)
-        per_block.append(float(-lp[torch.arange(len(cb)), cb].sum() / math.log(2)))
-        for _ in range(steps_per_block):
+        per_block.append(-lp.gather(1, cb[:, None]).sum() / math.log(2))
+        for _ in range(cap(steps_per_block, 1)):
             loss = F.cross_entropy(net(xb)[:, -1], yb)
             opt.zero_grad()
             loss.backward()
             opt.step()
+    per_block = torch.stack(per_block).tolist()  # one read-back, after the loop
     bits = float(sum(per_block))
     return {"bits": bits, "bits_per_example": bits / len(y), "uniform_bits": len(y) * math.log2(len(choices)),
             "per_block": per_block}
@@ -413,56 +419,103 @@ def make_data(tok, *, n_train: int = 128, n_val: int = 128, n_test: int = 256) -
 
 BUDGETS = (1, 3, 10, 30, 100, 300, 1000, "all")
 
+# The stored sweep's settings per scale. `small` produced notebooks/results/elicitation.json
+# (`python -m neurips25.elicitation`); `full` (`--scale full`, for a GPU or a long CPU run) moves toward
+# the paper: it sweeps ~20 budgets per model with 3 random subsets per budget and trains to convergence
+# (the paper: 1B/3B/8B Llama models, budgets from 1 parameter to full LoRA on a log grid, AdamW to
+# convergence, the learning rate tuned per budget, several seeds at small p). The architecture is kept,
+# so N (the LoRA entries) is the same 3,072 and the notebook's checks apply to both.
+SWEEP = {
+    "small": dict(models=(0, 1, 2), pretrain_steps=300, steps=40, seeds_per_budget=1, budgets=BUDGETS,
+                  mdl_block=8, mdl_steps=2, mdl_lr=3e-3),
+    "full": dict(models=(0, 1, 2, 3, 4), pretrain_steps=1000, steps=200, seeds_per_budget=3,
+                 budgets=(1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, "all"),
+                 mdl_block=8, mdl_steps=4, mdl_lr=3e-3),
+}
+
 
 def _sweep_model(model, data, n_lora, *, steps, seeds, budgets=BUDGETS) -> dict:
+    """The budget sweep of one model; under ``NEURIPS25_SMOKE=1`` the budgets (keeping ``"all"``)
+    and seeds are capped."""
+    budgets = list(budgets)
+    if cap(len(budgets)) < len(budgets):
+        budgets = budgets[:cap(len(budgets)) - 1] + budgets[-1:]
     grid = {(n_lora if b == "all" else b): lr_grid(n_lora if b == "all" else b) for b in budgets}
     grid["full"] = lr_grid("full")
-    records = sweep(model, grid, seeds, data, steps=steps)
+    records = sweep(model, grid, list(seeds)[:cap(len(seeds))], data, steps=steps)
     acc0 = accuracy(lambda X: model(input_ids=X).logits, data["X_test"], data["y_test"], data["choices"])
     return {"acc0": acc0, "records": records}
 
 
 def run_all(*, models=(0, 1, 2), pretrain_steps: int = 300, steps: int = 40, mdl_block: int = 8,
-            mdl_steps: int = 2, mdl_lr: float = 3e-3) -> dict:
+            mdl_steps: int = 2, mdl_lr: float = 3e-3, seeds_per_budget: int = 1, budgets=BUDGETS,
+            tok=None, base_models=None) -> dict:
     """The chapter's stored sweep: for each pretraining seed in ``models`` a pretrained model, its
-    zero-shot accuracy, the budget sweep with the per-budget learning-rate grid (subset seed = model
-    seed), and its prequential MDL; the same for a randomly initialised model (the teaching control,
-    same grid)."""
+    zero-shot accuracy, the budget sweep with the per-budget learning-rate grid (subset seeds
+    ``model seed + 0, 1, ...``, ``seeds_per_budget`` of them), and its prequential MDL; the same for a
+    randomly initialised model (the teaching control, same grid).
+
+    ``tok`` and ``base_models`` (a dict ``{name: model}``) swap in other pretrained models, e.g.
+    ``neurips25.lm.pretrained("gpt2")``: then ``models`` and ``pretrain_steps`` are not used.
+    """
     from neurips25.lm import tiny_model
 
-    tok = task_tokenizer()
+    if (tok is None) != (base_models is None):
+        raise ValueError("give both tok and base_models (a real checkpoint), or neither (the toy models)")
+    if not isinstance(seeds_per_budget, int) or seeds_per_budget < 1:
+        raise ValueError(f"seeds_per_budget must be a positive int, got {seeds_per_budget!r}")
+    own = tok is None
+    tok = task_tokenizer() if own else tok
     data = make_data(tok)
-    out: dict = {"budgets": [str(b) for b in BUDGETS], "steps": steps, "pretrain_steps": pretrain_steps,
+    out: dict = {"budgets": [str(b) for b in budgets], "steps": steps, "pretrain_steps": pretrain_steps,
                  "pretrained": {}, "mdl": {}}
-    for m in models:
-        base = pretrain(tok, steps=pretrain_steps, seed=m)
+    if seeds_per_budget > 1:
+        out["seeds_per_budget"] = seeds_per_budget
+    if own:
+        models = tuple(models)[:cap(len(models))]
+        base_models = {str(m): (lambda m=m: pretrain(tok, steps=pretrain_steps, seed=m)) for m in models}
+    else:
+        base_models = {str(k): (lambda v=v: v) for k, v in base_models.items()}
+    for i, (name, make) in enumerate(base_models.items()):
+        base = make()
+        seed0 = int(name) if name.isdigit() else i
         n_lora = ExactPLoRA(base, 0).n_lora
         out["n_lora"] = n_lora
-        out["pretrained"][str(m)] = _sweep_model(base, data, n_lora, steps=steps, seeds=[m])
-        out["mdl"][f"pretrained {m}"] = prequential_mdl(base, data["X_train"], data["y_train"], data["choices"],
-                                                        block=mdl_block, steps_per_block=mdl_steps, lr=mdl_lr)
-    rand = tiny_model(tok, n_layer=2, n_embd=64, n_head=4, n_positions=16, seed=0)
-    out["random_init"] = _sweep_model(rand, data, out["n_lora"], steps=steps, seeds=[0])
-    out["mdl"]["random init"] = prequential_mdl(rand, data["X_train"], data["y_train"], data["choices"],
-                                                block=mdl_block, steps_per_block=mdl_steps, lr=mdl_lr)
+        out["pretrained"][name] = _sweep_model(base, data, n_lora, steps=steps, budgets=budgets,
+                                               seeds=range(seed0, seed0 + seeds_per_budget))
+        out["mdl"][f"pretrained {name}"] = prequential_mdl(base, data["X_train"], data["y_train"], data["choices"],
+                                                           block=mdl_block, steps_per_block=mdl_steps, lr=mdl_lr)
+    if own:  # the teaching control: the same architecture, not pretrained
+        rand = tiny_model(tok, n_layer=2, n_embd=64, n_head=4, n_positions=16, seed=0)
+        out["random_init"] = _sweep_model(rand, data, out["n_lora"], steps=steps, budgets=budgets,
+                                          seeds=range(seeds_per_budget))
+        out["mdl"]["random init"] = prequential_mdl(rand, data["X_train"], data["y_train"], data["choices"],
+                                                    block=mdl_block, steps_per_block=mdl_steps, lr=mdl_lr)
     return out
 
 
 def main(argv=None) -> None:
-    """``python -m neurips25.elicitation``: regenerate ``notebooks/results/elicitation.json``."""
+    """``python -m neurips25.elicitation [--scale full]``: regenerate ``notebooks/results/elicitation.json``
+    (or ``elicitation.full.json``) with the settings of ``SWEEP[scale]``."""
     import argparse
 
-    from neurips25.results import save_results
+    from neurips25.results import add_scale_arguments, save_results
     from neurips25.runtime import seed_everything
 
     ap = argparse.ArgumentParser(description=main.__doc__)
-    ap.add_argument("--models", type=int, nargs="+", default=[0, 1, 2])
+    add_scale_arguments(ap)
+    ap.add_argument("--models", type=int, nargs="+", default=None, help="pretraining seeds (default: SWEEP's)")
     args = ap.parse_args(argv)
+    cfg = dict(SWEEP[args.scale])
+    if args.models is not None:
+        cfg["models"] = tuple(args.models)
     seed_everything(0)
     torch.set_num_threads(1)
-    res = run_all(models=tuple(args.models))
-    path = save_results("elicitation", res, command="python -m neurips25.elicitation "
-                        + " ".join(f"--models {' '.join(map(str, args.models))}".split()), seed=0)
+    res = run_all(**cfg)
+    command = "python -m neurips25.elicitation" + ("" if args.scale == "small" else f" --scale {args.scale}")
+    if args.models is not None:
+        command += " --models " + " ".join(map(str, args.models))
+    path = save_results("elicitation", res, command=command, seed=0, path=args.out, scale=args.scale)
     print("wrote", path)
 
 
