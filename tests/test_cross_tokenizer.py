@@ -199,3 +199,54 @@ def test_distill_smoke_and_chunk_gap(toks):
         ct.CrossTokenizerDistiller(student, "mined")
     with pytest.raises(TypeError, match="DistillData"):
         ct.distill(student, corpus, "alm")
+
+
+def test_distill_data_and_training_run_on_the_given_device(toks, any_device):
+    corpus, bpe, _ = toks
+    tok_s = build_tokenizer("bpe", corpus[::-1], vocab_size=300)
+    teacher = tiny_model(bpe, n_layer=1, n_embd=16, n_head=2, n_positions=64).to(any_device)
+    data = ct.DistillData(corpus[:16], teacher, bpe, tok_s)
+    assert data.items[0]["fine"][1].device.type == "cpu"  # the dataset lives on the CPU
+    student = ct.transfer_model(teacher, bpe, tok_s)
+    assert student.get_input_embeddings().weight.device.type == any_device.type
+    run = ct.distill(student, data, "alm", steps=2, batch_size=8, tau=10.0,
+                     accelerator="gpu" if any_device.type == "cuda" else "cpu")
+    assert len(run.history) == 2 and all(math.isfinite(h) for h in run.history)
+    student.to(any_device)
+    assert math.isfinite(ct.bits_per_byte(student, tok_s, corpus[:4]))
+    assert ct.chunk_gap(teacher, bpe, student, tok_s, corpus[:4]) >= 0
+
+
+def test_smoke_caps_distillation_steps(toks, monkeypatch):
+    corpus, bpe, _ = toks
+    teacher = tiny_model(bpe, n_layer=1, n_embd=16, n_head=2, n_positions=64)
+    data = ct.DistillData(corpus[:16], teacher, bpe, bpe)
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")
+    assert len(ct.distill(ct.transfer_model(teacher, bpe, bpe), data, "sft", steps=50, batch_size=8).history) == 2
+
+
+def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint):
+    from neurips25.lm import pretrained
+
+    teacher, tok_t = pretrained(str(gpt2_style_checkpoint))
+    assert tok_t.pad_token_id != 0 and tok_t.pad_token_id == tok_t.eos_token_id
+    texts = ct.markov_corpus(24, length=(3, 5), seed=1)
+    tok_s = build_tokenizer("bpe", texts, vocab_size=300)
+    # a real checkpoint's specials (<|endoftext|>) are not the toolkit's: FVT maps them by role
+    student = ct.transfer_model(teacher, tok_t, tok_s)
+    w_t, w_s = teacher.get_input_embeddings().weight, student.get_input_embeddings().weight
+    assert w_s.shape == (len(tok_s), w_t.shape[1])
+    torch.testing.assert_close(w_s[tok_s.eos_token_id], w_t[tok_t.eos_token_id])
+    data = ct.DistillData(texts, teacher, tok_t, tok_s)
+    assert len(data) == 24 and all((it["word"][1] <= 0).all() for it in data.items)
+    for method in ("alm", "uld"):
+        s = ct.transfer_model(teacher, tok_t, tok_s)
+        run = ct.distill(s, data, method, steps=2, batch_size=8, tau=10.0, accelerator="cpu")
+        assert len(run.history) == 2 and all(math.isfinite(h) for h in run.history)
+    bpb_t, bpb_s = ct.bits_per_byte(teacher, tok_t, texts[:4]), ct.bits_per_byte(s, tok_s, texts[:4])
+    assert 0 < bpb_t < 20 and 0 < bpb_s < 20
+    assert ct.chunk_gap(teacher, tok_t, s, tok_s, texts[:4]) >= 0
+    # the other direction: the checkpoint's byte-level tokenizer as the student's
+    back = ct.transfer_model(s, tok_s, tok_t)
+    assert back.get_input_embeddings().weight.shape[0] == len(tok_t)
+    assert len(ct.chunk_table(s, tok_s, back, tok_t, texts[0], debias=True)) == len(texts[0].split())

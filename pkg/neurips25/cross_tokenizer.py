@@ -325,16 +325,25 @@ def chunk_gap(teacher, tok_t, student, tok_s, texts: Sequence[str], *, debias: b
 def fvt_embeddings(teacher_emb: torch.Tensor, tok_t, tok_s) -> torch.Tensor:
     """Fast Vocabulary Transfer: each new token's embedding = mean teacher embedding of its pieces.
 
-    The new token's string is re-tokenized by the teacher tokenizer; special tokens (same fixed ids
-    in both toolkit tokenizers) copy the teacher's row.
+    The new token's string is re-tokenized by the teacher tokenizer. A special token copies the
+    teacher's row of the same token, or (when the teacher's vocabulary lacks it, e.g. a real
+    checkpoint's tokenizer) of the teacher's special token with the same role (bos, eos, pad, unk),
+    else the mean embedding.
     """
     if teacher_emb.ndim != 2 or teacher_emb.shape[0] < len(tok_t):
         raise ValueError(f"teacher_emb must be (>= {len(tok_t)}, d), got {tuple(teacher_emb.shape)}")
     out = teacher_emb.new_zeros(len(tok_s), teacher_emb.shape[1])
     specials = set(tok_s.all_special_ids)
+    vocab_t = tok_t.get_vocab()
+    role_t = {}  # a student special id -> the teacher id of the special token with the same role
+    for role in ("unk_token_id", "pad_token_id", "eos_token_id", "bos_token_id"):  # later roles win
+        if getattr(tok_s, role, None) is not None and getattr(tok_t, role, None) is not None:
+            role_t[getattr(tok_s, role)] = getattr(tok_t, role)
     for i in range(len(tok_s)):
         if i in specials:
-            out[i] = teacher_emb[tok_t.convert_tokens_to_ids(tok_s.convert_ids_to_tokens(i))]
+            name = tok_s.convert_ids_to_tokens(i)
+            j = vocab_t.get(name, role_t.get(i))
+            out[i] = teacher_emb[j] if j is not None else teacher_emb.mean(0)
             continue
         pieces = tok_t(tok_s.decode([i]), add_special_tokens=False)["input_ids"]
         out[i] = teacher_emb[pieces].mean(0) if pieces else teacher_emb.mean(0)
@@ -375,11 +384,12 @@ class DistillData:
                 lp, logits = token_logprobs(teacher, *_batch(chunk, tok_t, dev), return_logits=True)
                 sp = _space_logprob(logits, space_t.to(dev))
                 ps = logits.softmax(-1).sort(-1, descending=True).values
+                lp, sp, ps = lp.cpu(), sp.cpu(), ps.cpu()  # one read-back per batch: the data live on the CPU
                 for j, s_ in enumerate(chunk):
                     n = len(s_)
-                    lts.append(lp[j, :n].cpu())
-                    sps.append(sp[j, : n + 1].cpu())
-                    sorted_p.append(ps[j, :n].cpu())
+                    lts.append(lp[j, :n])
+                    sps.append(sp[j, : n + 1])
+                    sorted_p.append(ps[j, :n])
         teacher.train(was)
         _, et = token_byte_ends(tok_t, texts)
         self.ids, es = token_byte_ends(tok_s, texts)
@@ -453,8 +463,17 @@ class CrossTokenizerDistiller(L.LightningModule):
             raise ValueError(f"tau must be a positive number, got {tau!r}")
         self.save_hyperparameters(ignore=["model"])
         self.model = model
-        self.history: list[float] = []
+        self._losses: list[torch.Tensor] = []  # kept on the device; read back once by `history`
         self.space_ids: torch.Tensor | None = None  # set by `distill` from the student tokenizer
+
+    @property
+    def history(self) -> list[float]:
+        """The training loss at every step."""
+        return torch.stack(self._losses).tolist() if self._losses else []
+
+    def on_fit_start(self):
+        if self.space_ids is not None:
+            self.space_ids = self.space_ids.to(self.device)  # once, not at every step
 
     def training_step(self, batch, batch_idx):
         x, m = batch["input_ids"], batch["attention_mask"]
@@ -472,7 +491,7 @@ class CrossTokenizerDistiller(L.LightningModule):
                 sp = _space_logprob(logits, self.space_ids.to(logits.device))
                 lp_s = lp_s + torch.where(end >= 0, sp.gather(1, end.clamp(min=0)), torch.zeros_like(lp_s))
             loss = loss + alm_loss(batch[f"{key}_lp_t"], lp_s, batch[f"{key}_mask"], tau=self.hparams.tau)
-        self.history.append(float(loss.detach()))
+        self._losses.append(loss.detach())
         return loss
 
     def configure_optimizers(self):
@@ -486,19 +505,24 @@ class CrossTokenizerDistiller(L.LightningModule):
 
 
 def distill(student, data: DistillData, method: str, *, steps: int = 100, batch_size: int = 32,
-            tau: float = 1.0, lr: float = 1e-3, warmup: int = 10, seed: int = 0) -> CrossTokenizerDistiller:
-    """Train ``student`` (in place) for ``steps`` optimizer steps of ``method`` on ``data``."""
-    from neurips25.runtime import make_trainer
+            tau: float = 1.0, lr: float = 1e-3, warmup: int = 10, seed: int = 0,
+            **trainer_kwargs: Any) -> CrossTokenizerDistiller:
+    """Train ``student`` (in place) for ``steps`` optimizer steps of ``method`` on ``data`` (capped by
+    ``NEURIPS25_SMOKE=1``). Extra keyword arguments go to ``make_trainer`` (e.g. ``accelerator="cpu"``;
+    by default a GPU is used when present)."""
+    from neurips25.runtime import cap, make_trainer
 
     if not isinstance(data, DistillData):
         raise TypeError(f"data must be a DistillData, got {type(data).__name__}")
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive int, got {steps!r}")
+    steps = cap(steps)
     L.seed_everything(seed, verbose=False)
     module = CrossTokenizerDistiller(student, method, tau=tau, lr=lr, warmup=min(warmup, steps - 1) if steps > 1
                                      else 0, total_steps=steps)
     module.space_ids = data.space_s
-    trainer = make_trainer(max_epochs=None, max_steps=steps, limit_val_batches=0, num_sanity_val_steps=0)
+    trainer = make_trainer(max_epochs=None, max_steps=steps, limit_val_batches=0, num_sanity_val_steps=0,
+                           **trainer_kwargs)
     student.train()
     trainer.fit(module, train_dataloaders=data.loader(batch_size, seed))
     student.eval()
