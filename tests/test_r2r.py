@@ -54,7 +54,7 @@ def test_labels_identical_neutral_divergent(setup):
     # continues the same way after ';' and ','; check against the verifier directly
     lab2 = r2r.label_tokens(llm, tok, [prefix], [sc], [co])[0]
     g = generate(llm, tok, [tok.decode(prefix + [sc]), tok.decode(prefix + [co])], max_new_tokens=8)
-    cut = [r2r._sentence(t.split(), 8) for t in g.texts]
+    cut = [r2r._words(tok, r2r._sentence(tok, t, 8)) for t in g.tokens]
     same = r2r.step_values(cut[0]) == r2r.step_values(cut[1])
     assert lab2 == (r2r.NEUTRAL if same else r2r.DIVERGENT)
     with pytest.raises(ValueError, match="same length"):
@@ -153,3 +153,59 @@ def test_entropy_and_cost():
     assert r2r.activated_params(10, 100, 0.1, 1) == pytest.approx(21.0)
     with pytest.raises(ValueError, match="llm_rate"):
         r2r.activated_params(10, 100, 1.5)
+
+
+def test_routing_and_router_data_run_on_the_given_device(setup, any_device):
+    import copy
+
+    data, tok, llm, slm = setup
+    llm, slm = copy.deepcopy(llm).to(any_device), copy.deepcopy(slm).to(any_device)
+    prompts = [p for p, _ in data[:8]]
+    rows = r2r.collect_router_data(llm, slm, tok, prompts, max_new_tokens=8, top_k=4)
+    assert rows["features"].device.type == "cpu" and rows["features"].shape[1] == 2 * 16 + 4
+    target = (torch.arange(len(rows["label"])) % 2).float()
+    score = r2r.router_score(r2r.train_router(rows["features"], target, epochs=1), slm, top_k=4)
+    g = r2r.routed_generate(slm, llm, tok, prompts, score, 0.5, max_new_tokens=8)
+    assert 0.0 <= g.llm_rate <= 1.0 and len(g.tokens) == len(prompts)
+    for sc in (r2r.entropy_score, r2r.random_score(0), r2r.oracle_score(llm, tok)):
+        g = r2r.routed_generate(slm, llm, tok, prompts[:3], sc, 0.5, max_new_tokens=6)
+        assert 0.0 <= g.llm_rate <= 1.0
+
+
+def test_smoke_caps_router_epochs(setup, monkeypatch):
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")
+    x, y = torch.randn(64, 5), (torch.arange(64) % 2).float()
+    r = r2r.train_router(x, y, epochs=50)
+    assert r.trainer.current_epoch == 2
+
+
+def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint):
+    """Both models from a real-style checkpoint (byte-level vocabulary, pad = eos, id 0 = "!"):
+    labelling works on the decoded words, and routing pads with the tokenizer's pad id."""
+    import copy
+
+    from neurips25.lm import pretrained
+
+    llm, tok = pretrained(str(gpt2_style_checkpoint))
+    slm = copy.deepcopy(llm)
+    with torch.no_grad():  # a different "small" model: perturb the copy
+        for q in slm.parameters():
+            q.add_(0.5 * torch.randn_like(q))
+    assert tok.pad_token_id == tok.eos_token_id != 0
+    prompts = [p for p, _ in r2r.modchain(4, n_steps=1, seed=0)] + ["Q 1 + 1"]
+    rows = r2r.collect_router_data(llm, slm, tok, prompts, max_new_tokens=6, top_k=4)
+    n, d = len(rows["label"]), llm.config.n_embd
+    assert n > 0 and rows["features"].shape == (n, 2 * d + 4)
+    assert set(rows["label"].tolist()) <= {0, 1, 2} and rows["query"].max() == len(prompts) - 1
+    # Algorithm 1 on text: "= 1" vs "= 2" is divergent with any tokenizer
+    ids = lambda s: list(tok(s, add_special_tokens=False)["input_ids"])
+    one, two = ids("1"), ids("2")
+    assert len(one) == len(two) == 1
+    assert r2r.label_tokens(llm, tok, [ids("Q 1 + 1 1 + 1 = ")], one, two) == [r2r.DIVERGENT]
+    for tau in (0.0, 0.5, 1.0):
+        g = r2r.routed_generate(slm, llm, tok, prompts, r2r.entropy_score, tau, max_new_tokens=6)
+        assert len(g.tokens) == len(prompts) and all(len(t) <= 6 for t in g.tokens)
+        assert all(0 <= i < len(tok) for t in g.tokens for i in t) and 0.0 <= g.llm_rate <= 1.0
+    assert g.llm_rate == 0.0
+    assert r2r.routed_generate(slm, llm, tok, prompts, r2r.entropy_score, 0.0, max_new_tokens=6).tokens == \
+        generate(llm, tok, prompts, max_new_tokens=6).tokens

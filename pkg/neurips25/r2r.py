@@ -102,14 +102,22 @@ def verify(s_small: Sequence[str], s_large: Sequence[str]) -> bool:
     return step_values(s_small) == step_values(s_large)
 
 
-def _sentence(words: list[str], max_words: int) -> list[str]:
-    """Cut a continuation at the end of the current sentence: the first separator (kept) or EOS."""
+def _sentence(tok, ids: list[int], max_tokens: int) -> list[int]:
+    """Cut a continuation (token ids) at the end of the current sentence: after the first token that
+    reads as a separator (kept), or at ``max_tokens``."""
     out = []
-    for w in words[:max_words]:
-        out.append(w)
-        if w in SEPARATORS:
+    for i in ids[:max_tokens]:
+        out.append(i)
+        if tok.decode([i], clean_up_tokenization_spaces=False).strip() in SEPARATORS:
             break
     return out
+
+
+def _words(tok, ids: list[int]) -> list[str]:
+    """The words of a token sequence, special tokens dropped: the decoded text split at whitespace.
+    Tokenizer-independent (for ModChain's word tokenizer these are exactly its tokens; for a real
+    checkpoint's subword tokenizer, the words of the text it writes)."""
+    return tok.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False).split()
 
 
 @torch.no_grad()
@@ -119,7 +127,8 @@ def label_tokens(llm, tok, prefixes: Sequence[list[int]], y_s: Sequence[int], y_
 
     ``prefixes`` are token ids after BOS (prompt + response so far). Where ``y_s == y_l`` the label is
     *identical*; otherwise the LLM continues greedily from ``prefix + y_s`` and from ``prefix + y_l``
-    to the end of the sentence and ``verify`` compares the two continuations.
+    to the end of the sentence and ``verify`` compares the two continuations' words (decoded text, so
+    any tokenizer works).
     """
     if not (len(prefixes) == len(y_s) == len(y_l)):
         raise ValueError(f"prefixes, y_s and y_l must have the same length, got {len(prefixes)}, {len(y_s)}, {len(y_l)}")
@@ -137,10 +146,8 @@ def label_tokens(llm, tok, prefixes: Sequence[list[int]], y_s: Sequence[int], y_
     for k, i in enumerate(diff):
         texts = []
         for j in (2 * k, 2 * k + 1):
-            words = tok.convert_ids_to_tokens(seqs[j])
-            words = [w for w in words if w not in (tok.eos_token, tok.pad_token)]
-            cont = [] if ends[j] else _sentence(tok.convert_ids_to_tokens(conts[j]), max_new_tokens)
-            texts.append(words + [w for w in cont if w != tok.eos_token])
+            cont = [] if ends[j] else _sentence(tok, list(conts[j]), max_new_tokens)
+            texts.append(_words(tok, seqs[j] + cont))
         labels[i] = NEUTRAL if verify(*texts) else DIVERGENT
     return labels
 
@@ -148,8 +155,9 @@ def label_tokens(llm, tok, prefixes: Sequence[list[int]], y_s: Sequence[int], y_
 def _greedy_ids(model, tok, seqs: list[list[int]], max_new_tokens: int) -> list[list[int]]:
     """Greedy continuation of BOS-less id sequences with the toolkit's ``generate`` (left padding
     with the tokenizer's pad id, position ids, KV cache, the model's device). The ids go through
-    the text (``decode`` → ``encode``), exact for the word tokenizer of ModChain."""
-    texts = [tok.decode(s_) for s_ in seqs]
+    the text (``decode`` → ``encode``), exact for the word tokenizer of ModChain and for byte-level
+    BPE up to re-merging."""
+    texts = [tok.decode(s_, clean_up_tokenization_spaces=False) for s_ in seqs]
     return generate(model, tok, texts, max_new_tokens=max_new_tokens).tokens
 
 
@@ -188,18 +196,19 @@ def collect_router_data(llm, slm, tok, prompts: Sequence[str], *, max_new_tokens
     # right-padded teacher forcing of the LLM's path through the SLM
     ids, mask = _right_padded([p + r for p, r in zip(p_ids, gen)], tok, _device(slm))
     out = slm(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+    greedy = out.logits.argmax(-1).tolist()  # one read-back, not one per token
     prefixes, ys, yl, rows, query = [], [], [], [], []
     for r, (p, g) in enumerate(zip(p_ids, gen)):
         for j, t in enumerate(g):
             at = len(p) + j  # position whose output predicts response token j (BOS shifts by one)
             prefixes.append(p + g[:j])
-            ys.append(int(out.logits[r, at].argmax()))
+            ys.append(greedy[r][at])
             yl.append(t)
             rows.append((r, at))
             query.append(qid[r])
     labels = label_tokens(llm, tok, prefixes, ys, yl)
-    r_idx = torch.tensor([a for a, _ in rows])
-    t_idx = torch.tensor([b for _, b in rows])
+    r_idx = torch.tensor([a for a, _ in rows], device=ids.device)
+    t_idx = torch.tensor([b for _, b in rows], device=ids.device)
     feats = router_features(slm, out.hidden_states[-1][r_idx, t_idx], out.logits[r_idx, t_idx], top_k).cpu()
     lab = torch.tensor(labels)
     return dict(features=feats, label=lab, divergent=(lab == DIVERGENT).float(), different=(lab != IDENTICAL).float(),
@@ -257,7 +266,7 @@ def train_router(features: torch.Tensor, target: torch.Tensor, *, epochs: int = 
     """Fit a ``Router`` on (features, 0/1 target) with the class-balancing ``pos_weight``."""
     from torch.utils.data import DataLoader, TensorDataset
 
-    from neurips25.runtime import make_trainer
+    from neurips25.runtime import cap, make_trainer
 
     if features.ndim != 2 or target.shape != (features.shape[0],):
         raise ValueError(f"features must be (N, D) and target (N,), got {tuple(features.shape)}, {tuple(target.shape)}")
@@ -272,19 +281,23 @@ def train_router(features: torch.Tensor, target: torch.Tensor, *, epochs: int = 
     router.register_buffer("sd", sd)
     dl = DataLoader(TensorDataset((features - mu) / sd, target.float()), batch_size=batch_size, shuffle=True,
                     generator=torch.Generator().manual_seed(seed))
-    make_trainer(epochs, accelerator="cpu").fit(router, dl)
+    # a small MLP on a few thousand rows: the CPU is fastest (the features are CPU tensors)
+    make_trainer(cap(epochs), accelerator="cpu").fit(router, dl)
     return router.eval()
 
 
 def router_score(router: Router, slm, top_k: int = 8) -> Callable:
     """Score function for ``routed_generate``: the router's probability that the SLM token is divergent.
 
-    Runs in the same step as the SLM, on its outputs (one small MLP call per decoding step)."""
-    dev = router.mu.device
+    Runs in the same step as the SLM, on its outputs (one small MLP call per decoding step), on the
+    SLM's device: a copy of the router is moved there once, so nothing crosses devices per token."""
+    import copy
+
+    net = copy.deepcopy(router).to(_device(slm)).eval()
 
     def score(hidden, logits, ids, mask):
-        x = (router_features(slm, hidden, logits, top_k).to(dev) - router.mu) / router.sd
-        return torch.sigmoid(router(x).double()).to(logits.device)
+        x = (router_features(slm, hidden, logits, top_k) - net.mu) / net.sd
+        return torch.sigmoid(net(x).double())
     return score
 
 
