@@ -152,6 +152,18 @@ def test_pack_mode_and_llama_train(word_tok):
     assert run.history[-1] < run.history[0]
 
 
+def test_smoke_caps_training(word_tok, monkeypatch):
+    """NEURIPS25_SMOKE=1 (a chapter's full config run for a bounded cost) caps train_lm at 100 steps
+    or 2 epochs; without it the counts are exact."""
+    texts = default_grammar().sample(16, seed=3)
+    model = tiny_model(word_tok, n_layer=1, n_embd=16, n_head=2, n_positions=16)
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")
+    assert len(train_lm(model, word_tok, texts, steps=150, batch_size=4, warmup=2).history) == 100
+    assert len(train_lm(model, word_tok, texts, epochs=5, batch_size=8, warmup=2).history) == 2 * 2
+    monkeypatch.setenv("NEURIPS25_SMOKE", "0")
+    assert len(train_lm(model, word_tok, texts, epochs=3, batch_size=8, warmup=2).history) == 3 * 2
+
+
 def test_train_bad_inputs(word_tok):
     model = tiny_model(word_tok, n_layer=1, n_embd=32, n_head=2, n_positions=8)
     with pytest.raises(ValueError, match="longer than block_size"):

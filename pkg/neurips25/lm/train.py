@@ -262,7 +262,7 @@ def train_lm(model, tokenizer, data, *, steps: int | None = None, epochs: int | 
     in place); ``result.history`` is the per-step training loss. Extra keyword arguments go to
     ``neurips25.runtime.make_trainer`` (e.g. ``accelerator="cpu"``).
     """
-    from neurips25.runtime import make_trainer
+    from neurips25.runtime import cap, make_trainer
 
     if (steps is None) == (epochs is None):
         raise ValueError("give exactly one of steps= or epochs=")
@@ -277,7 +277,10 @@ def train_lm(model, tokenizer, data, *, steps: int | None = None, epochs: int | 
     dm = TextDataModule(data, tokenizer, block_size, batch_size, mask=mask, mode=mode, val_data=val_data, seed=seed)
     L.seed_everything(seed, verbose=False)
     module = CausalLM(model, lr=lr, warmup=warmup, weight_decay=weight_decay)
-    kw: dict[str, Any] = dict(max_epochs=epochs) if epochs is not None else dict(max_epochs=None, max_steps=steps)
+    # NEURIPS25_SMOKE=1 bounds training (runtime.cap): at most 2 epochs, or 100 steps — enough for a
+    # tiny model to emit well-formed text, which the chapters' parsers and encoders downstream need
+    kw: dict[str, Any] = (dict(max_epochs=cap(epochs)) if epochs is not None
+                          else dict(max_epochs=None, max_steps=cap(steps, 100)))
     kw.setdefault("num_sanity_val_steps", 0)
     if val_data is None:
         kw["limit_val_batches"] = 0
