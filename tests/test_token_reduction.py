@@ -194,3 +194,42 @@ def test_signed_score_tells_ignored_from_attended_tokens():
     assert ReductionPlan().score == "signed"
     with pytest.raises(ValueError, match="score must be"):
         hf_scores(attn, state, "square")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_reducers_stay_on_device(method, any_device):
+    x, attn, state = _inputs()
+    state = TokenState(state.src.to(any_device), state.is_dc.to(any_device))
+    x2, s2 = _reduce(method, x.to(any_device), attn.to(any_device), state, 8)
+    assert x2.device.type == s2.src.device.type == s2.is_dc.device.type == any_device.type
+    cpu, _ = _reduce(method, x, attn, _inputs()[2], 8)
+    assert torch.allclose(x2.cpu(), cpu, atol=1e-5)   # same reduction on every device
+
+
+def test_diagnostics_on_model_device(model, images, any_device):
+    """Every diagnostic runs a model on ``any_device`` with the data on the CPU (moved to the model)."""
+    import copy
+
+    m = copy.deepcopy(model).to(any_device)
+    y = torch.arange(len(images)) % 10
+    for method in METHODS:
+        plan = ReductionPlan(method, 0.7, (1, 2), window=1)
+        assert 0.0 <= evaluate(m, images, y, plan) <= 1.0
+        assert hf_energy_per_layer(m, images, plan).device.type == any_device.type
+    cos = dc_cosine_stats(m, images, control=True)
+    assert cos["lf"].device.type == any_device.type and torch.isfinite(cos["hf"]).all()
+    assert hf_lf_partition(m, images[0], layer=1, keep_ratio=0.5)["hf"].shape == (4, 4)
+    assert measure_macs(m) == measure_macs(model)
+    assert evaluate(m, images, y) == evaluate(model, images, y)
+
+
+def test_sweep_small_is_the_stored_sweep():
+    """``python -m neurips25.token_reduction`` (SWEEP["small"]) regenerates the stored sweep."""
+    from neurips25.results import load_results
+    from neurips25.token_reduction import SWEEP
+
+    stored, small = load_results("token_reduction"), SWEEP["small"]
+    assert stored["command"].endswith("--seeds " + " ".join(map(str, small["seeds"])))
+    assert [r["seed"] for r in stored["data"]["runs"]] == small["seeds"]
+    curve = stored["data"]["runs"][0]["finetuned_curve"]["ours"]
+    assert sorted(map(float, curve)) == sorted(small["ft_keeps"]) and set(SWEEP["full"]) == set(small)

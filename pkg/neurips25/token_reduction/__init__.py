@@ -43,7 +43,7 @@ from .diagnostics import (
     measure_macs,
     measure_throughput,
 )
-from .experiment import VARIANTS, main, run_experiment, single_thread
+from .experiment import SWEEP, VARIANTS, main, run_experiment, single_thread
 from .training import ReducedFineTuner, ViTClassifier, digits_loaders, fine_tune, train_tiny_vit
 from .vit import Attention, LayerTrace, TinyViT
 
@@ -52,5 +52,5 @@ __all__ = [
     "ReducedFineTuner", "high_pass", "hf_energy", "hf_scores", "window_ids", "reduce_ours", "reduce_evit",
     "reduce_tome", "reduce_random", "apply_reduction", "evaluate", "dc_cosine_stats", "hf_lf_partition",
     "hf_energy_per_layer", "measure_macs", "measure_throughput", "digits_loaders", "train_tiny_vit",
-    "fine_tune", "VARIANTS", "single_thread", "run_experiment", "main",
+    "fine_tune", "SWEEP", "VARIANTS", "single_thread", "run_experiment", "main",
 ]

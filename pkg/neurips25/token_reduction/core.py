@@ -28,7 +28,7 @@ def high_pass(X: torch.Tensor, weight: torch.Tensor | None = None) -> torch.Tens
 
 def hf_energy(X: torch.Tensor, valid: torch.Tensor | None = None, relative: bool = True) -> torch.Tensor:
     """``||H_f[X]||_F`` per sample (or ``/ ||X||_F`` when ``relative``) over the ``valid`` tokens."""
-    m = torch.ones(X.shape[:-1], dtype=X.dtype) if valid is None else valid.to(X.dtype)
+    m = torch.ones(X.shape[:-1], dtype=X.dtype, device=X.device) if valid is None else valid.to(X.dtype)
     hf = high_pass(X, m).flatten(-2).norm(dim=-1)
     return hf / (X * m.unsqueeze(-1)).flatten(-2).norm(dim=-1).clamp_min(1e-12) if relative else hf
 
@@ -156,7 +156,7 @@ def reduce_ours(attn, state, n_keep, grid, window=1, score="signed", keep_high=T
     C = _rows(B, 1 + n_keep, n, attn)
     b = torch.arange(B, device=attn.device)[:, None]
     C[:, 0, 0] = 1.0
-    C[b, torch.arange(1, 1 + n_sel)[None], keep] = 1.0
+    C[b, torch.arange(1, 1 + n_sel, device=attn.device)[None], keep] = 1.0
     lf = cand.clone()
     lf[b, keep] = False
     wid = window_ids(state, grid, window)
@@ -181,7 +181,7 @@ def reduce_evit(attn, state, n_keep):
     b = torch.arange(B, device=attn.device)[:, None]
     C = _rows(B, 1 + n_keep, n, attn)
     C[:, 0, 0] = 1.0
-    C[b, torch.arange(1, n_keep)[None], keep] = 1.0
+    C[b, torch.arange(1, n_keep, device=attn.device)[None], keep] = 1.0
     rest = torch.ones(B, n, dtype=torch.bool, device=attn.device)
     rest[:, 0] = False
     rest[b, keep] = False
@@ -202,7 +202,8 @@ def reduce_tome(keys, state, n_keep):
     bb = torch.arange(B, device=keys.device)[:, None]
     while C.shape[1] - 1 > n_keep:
         m = C.shape[1]
-        a_idx, b_idx = torch.arange(1, m, 2), torch.arange(2, m, 2)   # alternate split, CLS left out
+        a_idx = torch.arange(1, m, 2, device=keys.device)   # alternate split, CLS left out
+        b_idx = torch.arange(2, m, 2, device=keys.device)
         r = min(m - 1 - n_keep, len(a_idx))
         W = C * size[:, None, :]
         metric = F.normalize((W @ keys) / W.sum(-1, keepdim=True).clamp_min(1e-12), dim=-1)
@@ -212,7 +213,7 @@ def reduce_tome(keys, state, n_keep):
         n_ka = kept_a.shape[1]
         step = _rows(B, m - r, m, keys)
         step[:, 0, 0] = 1.0
-        step[bb, torch.arange(1, 1 + n_ka)[None], a_idx[kept_a]] = 1.0
+        step[bb, torch.arange(1, 1 + n_ka, device=keys.device)[None], a_idx[kept_a]] = 1.0
         step[:, 1 + n_ka:, b_idx] = torch.eye(len(b_idx), dtype=keys.dtype, device=keys.device)
         step[bb, 1 + n_ka + match.gather(1, merged), a_idx[merged]] = 1.0   # A token -> its best B
         C = step @ C
@@ -230,7 +231,8 @@ def reduce_random(state, n_keep, generator):
     keep = noise.topk(n_keep, dim=-1).indices.sort(-1).values
     C = _rows(B, 1 + n_keep, n, state.src)
     C[:, 0, 0] = 1.0
-    C[torch.arange(B)[:, None], torch.arange(1, 1 + n_keep)[None], keep] = 1.0
+    dev = state.src.device
+    C[torch.arange(B, device=dev)[:, None], torch.arange(1, 1 + n_keep, device=dev)[None], keep] = 1.0
     return C
 
 

@@ -17,13 +17,18 @@ from .vit import TinyViT
 
 # --- evaluation and diagnostics ---------------------------------------------------------------------
 
+def _to_model(model: torch.nn.Module, t: torch.Tensor) -> torch.Tensor:
+    """``t`` on the device of ``model``'s parameters (data stays where the caller keeps it)."""
+    return t.to(next(model.parameters()).device)
+
+
 @torch.no_grad()
 def evaluate(model: TinyViT, X: torch.Tensor, y: torch.Tensor, plan: ReductionPlan | None = None) -> float:
     """Top-1 accuracy of ``model`` (run with ``plan``) on ``(X, y)``."""
     if len(X) != len(y) or len(y) == 0:
         raise ValueError(f"X and y must be non-empty and equally long, got {len(X)} and {len(y)}")
     model.eval()
-    return float((model(X, plan).argmax(-1) == y).float().mean())
+    return float((model(_to_model(model, X), plan).argmax(-1) == _to_model(model, y)).float().mean())
 
 
 def _partition(attn, state, n_keep, score="signed"):
@@ -45,13 +50,13 @@ def dc_cosine_stats(model: TinyViT, X: torch.Tensor, keep_ratio: float = 0.5, sc
     mean of its group, so some closeness is automatic; the control measures how much)."""
     ReductionPlan(keep_ratio=keep_ratio, score=score)  # validates
     model.eval()
-    _, traces = model(X, trace=True)
+    _, traces = model(_to_model(model, X), trace=True)
     g = torch.Generator().manual_seed(seed)
     out = {"lf": [], "hf": []}
     for t in traces:
         n_keep = ReductionPlan(keep_ratio=keep_ratio).n_keep(t.x_attn.shape[1] - 1)
         if control:
-            attn = torch.rand(t.attn.shape, generator=g)
+            attn = torch.rand(t.attn.shape, generator=g).to(t.attn.device)  # CPU stream: same on any device
             hf, lf = _partition(attn, t.state_in, n_keep, "signed")
         else:
             hf, lf = _partition(t.attn, t.state_in, n_keep, score)
@@ -72,7 +77,7 @@ def hf_lf_partition(model: TinyViT, image: torch.Tensor, layer: int, keep_ratio:
         raise ValueError(f"layer must be in [0, {model.depth}), got {layer}")
     plan = ReductionPlan(keep_ratio=keep_ratio, window=window, score=score)
     model.eval()
-    _, traces = model(image.reshape(1, -1), trace=True)
+    _, traces = model(_to_model(model, image.reshape(1, -1)), trace=True)
     t = traces[layer]
     n_sel = plan.n_keep(model.n_patches) - window * window
     if n_sel < 1:
@@ -88,7 +93,7 @@ def hf_energy_per_layer(model: TinyViT, X: torch.Tensor, plan: ReductionPlan | N
     """Mean relative high-frequency energy ``||H_f[X_l]||_F / ||X_l||_F`` of each block's output tokens
     (the valid ones) -- the rank-collapse curve (Sec. 3.1)."""
     model.eval()
-    _, traces = model(X, plan, trace=True)
+    _, traces = model(_to_model(model, X), plan, trace=True)
     return torch.stack([hf_energy(t.x_out, t.state_out.valid).mean() for t in traces])
 
 
@@ -114,9 +119,12 @@ def measure_throughput(model: TinyViT, X: torch.Tensor, plan: ReductionPlan | No
     if not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"repeats must be a positive int, got {repeats!r}")
     model.eval()
+    X = _to_model(model, X)
     model(X, plan)
     best = math.inf
     for _ in range(repeats):
+        if X.is_cuda:
+            torch.cuda.synchronize()
         t0 = time.perf_counter()
         model(X, plan)
         if X.is_cuda:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..runtime import lightning_module
+from ..runtime import cap, lightning_module, smoke
 from ..vision import TinyViT, ViTClassifier
 from .core import ReductionPlan
 
@@ -69,7 +69,8 @@ def train_tiny_vit(seed: int = 0, epochs: int = 7, batch_size: int = 32, **hpara
     seed_everything(seed)
     loader, splits = digits_loaders(seed, batch_size)
     lm = ViTClassifier(**hparams)
-    make_trainer(epochs).fit(lm, train_dataloaders=loader)
+    # NEURIPS25_SMOKE=1: a bounded run (2 epochs of 4 batches) that proves the configuration runs
+    make_trainer(cap(epochs), limit_train_batches=4 if smoke() else None).fit(lm, train_dataloaders=loader)
     return lm.model.eval(), splits
 
 
@@ -84,5 +85,5 @@ def fine_tune(model: TinyViT, plan: ReductionPlan, epochs: int = 2, seed: int = 
     loader, _ = digits_loaders(seed, batch_size)
     teacher = copy.deepcopy(model) if distill else None
     ft = ReducedFineTuner(copy.deepcopy(model), plan.to_dict(), teacher=teacher, **hparams)
-    make_trainer(epochs).fit(ft, train_dataloaders=loader)
+    make_trainer(cap(epochs, 1), limit_train_batches=4 if smoke() else None).fit(ft, train_dataloaders=loader)
     return ft.student.eval()
