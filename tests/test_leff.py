@@ -297,3 +297,34 @@ def test_cli_rejects_unknown_methods():
 
     with pytest.raises(SystemExit):
         main(["--methods", "LEFF (typo)", "--seeds", "0"])
+
+
+def test_sweep_small_is_the_stored_sweep():
+    """``python -m neurips25.leff`` (SWEEP["small"]) regenerates notebooks/results/leff.json."""
+    from neurips25.leff.experiment import METHODS, SWEEP
+    from neurips25.results import load_results
+
+    data = load_results("leff")["data"]
+    small = SWEEP["small"]
+    assert data["rounds"] == small["run"]["rounds"] and set(data["runs"]) == set(METHODS)
+    for by_alpha in data["runs"].values():
+        assert sorted(by_alpha, key=float) == [str(a) for a in small["alphas"]]
+        assert all(sorted(map(int, by_seed)) == small["seeds"] for by_seed in by_alpha.values())
+    assert set(SWEEP["full"]) == set(small) and {"0.1", "1.0"} <= {str(a) for a in SWEEP["full"]["alphas"][:2]}
+
+
+def test_model_side_on_any_device(any_device):
+    """Importance, block runs, distillation loss, cost and evaluation run where the model lives."""
+    model, clients, X, y = _setup(2)
+    model = model.to(any_device)
+    Xd, yd = X.to(any_device), y.to(any_device)
+    loss = torch.nn.functional.cross_entropy(model(Xd), yd)
+    imp = taylor_importance(loss, list(model.blocks))
+    assert imp.shape == (6,) and imp.device.type == any_device.type and bool((imp >= 0).all())
+    with torch.no_grad():
+        hidden, attns = run_blocks(model.blocks, model.embed(Xd), model.n_patches)
+        assert hidden[-1].device.type == any_device.type
+        assert torch.isfinite(distill_loss(hidden[-1:], hidden[-1:], attns[-1:], attns[-1:], 0.5))
+    assert step_cost(model, Xd[:16], yd[:16]).flops > 0
+    srv = Server(model, clients, [1, 3], Method("fedavg"), local_steps=1, batch_size=16)
+    assert 0.0 <= srv.evaluate(X, y) <= 1.0   # CPU data, model on any_device

@@ -21,7 +21,7 @@ from .core import (
     layerwise_aggregate,
     taylor_importance,
 )
-from .experiment import METHODS, leff_client_cost, main, pretrain, run_method, sweep, task_data
+from .experiment import METHODS, SWEEP, leff_client_cost, main, pretrain, run_method, sweep, task_data
 from .federation import KINDS, Client, ClientPlan, LocalFit, Method, Server, trainable_names
 from .model import (
     Cost,
@@ -43,7 +43,7 @@ from .model import (
 )
 
 __all__ = [
-    "SAMPLINGS", "KINDS", "METHODS", "block_importance", "block_probabilities", "capacity_profile",
+    "SAMPLINGS", "KINDS", "METHODS", "SWEEP", "block_importance", "block_probabilities", "capacity_profile",
     "check_capacities", "choose_blocks", "dirichlet_split", "fedavg", "layerwise_aggregate",
     "taylor_importance", "Method", "ClientPlan", "Client", "Server", "LocalFit", "trainable_names",
     "Cost", "LayerDistiller", "LoRALinear", "ModelSpec", "add_lora", "build_model", "compress_segment", "compress_segments",

@@ -84,7 +84,7 @@ def taylor_importance(loss: torch.Tensor, layers: Sequence[torch.nn.Module]) -> 
     grads = iter(torch.autograd.grad(loss, flat, allow_unused=True))
     out = []
     for ps in params:
-        s = torch.zeros((), dtype=torch.float64)
+        s = torch.zeros((), dtype=torch.float64, device=loss.device)
         for p in ps:
             g = next(grads)
             if g is not None:

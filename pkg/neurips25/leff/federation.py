@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..runtime import lightning_module, make_trainer
+from ..runtime import cap, lightning_module, make_trainer
 from ..vision import TinyViT
 from .core import SAMPLINGS, check_capacities, choose_blocks, layerwise_aggregate, taylor_importance
 from .model import (
@@ -140,7 +140,7 @@ class Client:
         loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(self.X, self.y),
                                              batch_size=plan.batch_size, shuffle=True, generator=g)
         module = LocalFit(model, plan.lr)
-        make_trainer(None, max_steps=plan.steps).fit(module, train_dataloaders=loader)
+        make_trainer(None, max_steps=cap(plan.steps)).fit(module, train_dataloaders=loader)
         update = {plan.to_global(n): p.detach().clone() for n, p in model.named_parameters() if n in plan.trainable}
         return update, len(self.X), {"loss": module.losses[-1], "block": plan.block}
 
@@ -149,7 +149,8 @@ class Client:
         (one forward + backward, no optimizer state), reported to the server."""
         model = self._model(global_state, spec)
         idx = torch.randperm(len(self.X), generator=torch.Generator().manual_seed(seed))[:batch_size]
-        loss = F.cross_entropy(model(self.X[idx]), self.y[idx])
+        dev = next(model.parameters()).device
+        loss = F.cross_entropy(model(self.X[idx].to(dev)), self.y[idx].to(dev))
         return taylor_importance(loss, list(model.blocks))
 
 
@@ -258,7 +259,8 @@ class Server:
 
     @torch.no_grad()
     def evaluate(self, X: torch.Tensor, y: torch.Tensor) -> float:
-        return float((self.model(X).argmax(-1) == y).float().mean())
+        dev = next(self.model.parameters()).device   # the data go to the model, wherever it lives
+        return float((self.model(X.to(dev)).argmax(-1) == y.to(dev)).float().mean())
 
     def run(self, rounds: int, X_test: torch.Tensor, y_test: torch.Tensor, on_round=None) -> list[float]:
         """``rounds`` synchronous rounds; returns the global test accuracy after each."""

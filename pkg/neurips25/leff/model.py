@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..runtime import lightning_module, make_trainer
+from ..runtime import cap, lightning_module, make_trainer
 from ..vision import TinyViT, TokenState
 
 # --- model specs and sub-models ------------------------------------------------------------------------
@@ -171,7 +171,8 @@ def compress_segments(segments: dict, r: float, n_patches: int, steps: int = 20,
         data.append((h_in, [hidden[e] for e in ends], [attns[e] for e in ends]))
     if steps > 0 and jobs:
         loader = torch.utils.data.DataLoader(_Repeat([data]), batch_size=None)
-        make_trainer(None, max_steps=steps).fit(LayerDistiller(jobs, n_patches, alpha, lr), train_dataloaders=loader)
+        make_trainer(None, max_steps=cap(steps)).fit(LayerDistiller(jobs, n_patches, alpha, lr),
+                                                     train_dataloaders=loader)
     for blocks in out.values():
         for b in blocks:
             b.requires_grad_(False)
