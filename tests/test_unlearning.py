@@ -141,3 +141,33 @@ def test_invalid_arguments():
         project_orthogonal(torch.zeros(5), torch.zeros(2, 4))
     with pytest.raises(ValueError, match="num_gd_epochs"):
         Unlearner(model, retain, forget, epochs=5, num_gd_epochs=9)
+
+
+def test_every_method_runs_on_the_data_device(any_device):
+    """Model and data on ``any_device``: every method (projection, noise, ascent) stays there."""
+    d = sine_poisoning_data(0, n_retain=12, n_forget=2, half_width=3.0, min_gap=0.1)
+    torch.manual_seed(0)
+    model = MLP(1, [16, 16], 1).to(any_device)
+    retain = (d["xr"].to(any_device), d["yr"].to(any_device))
+    forget = (d["xf"].to(any_device), d["yf"].to(any_device))
+    for m in METHODS:
+        out = Unlearner(model, retain, forget, m, epochs=4, n_pert=5, lr=1e-3, seed=1).run()
+        assert all(p.device.type == any_device.type for p in out.parameters()), m
+        assert math.isfinite(sup_error(out, 3.0)), m
+    delta = minnorm_og_step(model, retain[0], 0.5, 4, torch.Generator(device=any_device).manual_seed(0))
+    assert delta.device.type == any_device.type
+    if any_device.type == "cpu":  # seeded: the same seed gives the same noisy run
+        ref = unlearn(model, retain, forget, "noisy_gd", epochs=3, seed=1)
+        again = Unlearner(model, retain, forget, "noisy_gd", epochs=3, seed=1).run()
+        assert all(torch.equal(p, q) for p, q in zip(ref.parameters(), again.parameters()))
+
+
+def test_sweep_small_is_the_stored_sweep():
+    from neurips25.results import load_results
+    from neurips25.unlearning import SWEEP
+
+    cfg = load_results("unlearning")["data"]["config"]
+    small = SWEEP["small"]
+    assert cfg["seeds"] == list(range(small["seeds"])) and cfg["budgets"] == small["budgets"]
+    assert cfg["tune_seeds"] == small["tune_seeds"] and cfg["steps"] == small["steps"]
+    assert set(SWEEP["full"]) == set(small)

@@ -32,7 +32,7 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 from torch.utils.data import DataLoader
 
 from .nn import MLP
-from .runtime import make_trainer
+from .runtime import cap, make_trainer
 
 __all__ = [
     "METHODS", "LABELS", "model_jacobian", "project_orthogonal", "minnorm_og_step", "min_norm_interpolator",
@@ -122,7 +122,8 @@ def minnorm_og_step(model: nn.Module, x_retain: torch.Tensor, coef: float, n_per
     if n_pert is not None and (not isinstance(n_pert, int) or n_pert < 1):
         raise ValueError(f"n_pert must be a positive int or None, got {n_pert!r}")
     if n_pert is not None and n_pert < n:
-        idx = torch.randperm(n, generator=generator)[:n_pert].to(x_retain.device)
+        dev = generator.device if generator is not None else x_retain.device
+        idx = torch.randperm(n, generator=generator, device=dev)[:n_pert].to(x_retain.device)
         x_retain = x_retain[idx]
     with torch.enable_grad():
         G = model_jacobian(model, x_retain, output)
@@ -213,7 +214,7 @@ class Unlearner(L.LightningModule):
         for name, t in zip(("x_r", "y_r", "x_f", "y_f"), (*retain, *forget)):
             self.register_buffer(name, t.detach().clone(), persistent=False)
         self.automatic_optimization = False
-        self._gen = torch.Generator().manual_seed(seed)
+        self._gen = torch.Generator().manual_seed(seed)  # moved to the data's device on first use
         self._coef = 1.0 / (1.0 + lam)
         self._epoch = 0
 
@@ -224,7 +225,13 @@ class Unlearner(L.LightningModule):
         return torch.optim.AdamW(self.model.parameters(), lr=self.hparams.lr)
 
     def train_dataloader(self):
-        return DataLoader(_Steps(self.hparams.epochs), batch_size=None)
+        return DataLoader(_Steps(cap(self.hparams.epochs)), batch_size=None)
+
+    def _generator(self) -> torch.Generator:
+        """The seeded generator on the device of the data (a fresh one, same seed, after a move)."""
+        if self._gen.device.type != self.x_r.device.type:
+            self._gen = torch.Generator(device=self.x_r.device).manual_seed(self.hparams.seed)
+        return self._gen
 
     def unlearning_epoch(self, opt, backward=None) -> float:
         """One epoch of the chosen method (Algorithm 1 of the paper for ``minnorm_og``)."""
@@ -232,7 +239,7 @@ class Unlearner(L.LightningModule):
         out_kind = "scalar" if hp.loss == "mse" else "max"
         if (hp.method == "minnorm_og" and e < hp.epochs - hp.num_gd_epochs and e % hp.proj_period == 0):
             if self._coef > _TINY_COEF:  # the paper projects *before* the descent step
-                minnorm_og_step(self.model, self.x_r, self._coef, hp.n_pert, self._gen, out_kind)
+                minnorm_og_step(self.model, self.x_r, self._coef, hp.n_pert, self._generator(), out_kind)
             self._coef *= hp.reg_decay
         opt.zero_grad()
         loss = torch.zeros((), device=self.x_r.device)
@@ -249,7 +256,7 @@ class Unlearner(L.LightningModule):
         if hp.method == "noisy_gd":
             for p in self.model.parameters():
                 if p.grad is not None:
-                    p.grad.add_(hp.noise_sigma * torch.randn(p.shape, generator=self._gen).to(p.device))
+                    p.grad.add_(hp.noise_sigma * torch.randn(p.shape, generator=self._generator(), device=p.device))
         opt.step()
         self._epoch += 1
         return float(loss.detach())
@@ -261,7 +268,7 @@ class Unlearner(L.LightningModule):
         """All ``epochs`` unlearning epochs without a Trainer; returns the unlearned model."""
         opt = self.configure_optimizers()
         self.model.train()
-        while self._epoch < self.hparams.epochs:
+        while self._epoch < cap(self.hparams.epochs):
             self.unlearning_epoch(opt)
         return self.model
 
@@ -299,11 +306,11 @@ class Interpolator(L.LightningModule):
         self.register_buffer("y", y.detach().clone(), persistent=False)
 
     def train_dataloader(self):
-        return DataLoader(_Steps(self.hparams.steps // self.hparams.inner), batch_size=None)
+        return DataLoader(_Steps(cap(self.hparams.steps // self.hparams.inner)), batch_size=None)
 
     def training_step(self, batch, batch_idx):
         opt, sched = self.optimizers(), self.lr_schedulers()
-        for _ in range(self.hparams.inner):
+        for _ in range(cap(self.hparams.inner)):
             loss = _loss(self.hparams.loss, self.model(self.x), self.y)
             opt.zero_grad()
             self.manual_backward(loss)
@@ -488,22 +495,37 @@ def run_sine_sweep(seeds=(0, 1, 2), budgets=(10, 100, 1000), tune_seeds=(100, 10
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
-    """``python -m neurips25.unlearning [--seeds 3] [--budgets 10 100 1000]``: regenerate the stored sweep."""
-    from .results import save_results
+#: The sweep behind ``notebooks/results/unlearning.json`` (``small``: exactly the settings of the stored
+#: sweep) and ``unlearning.full.json`` (``full``, for a GPU). The paper reports the median of 10 trials
+#: at 10 / 100 / 1000 unlearning epochs, after training the poisoned model to interpolation; ``full``
+#: runs 10 evaluation seeds, 3 tuning seeds and 20,000 training steps (closer interpolation).
+SWEEP = {
+    "small": dict(seeds=3, budgets=[10, 100, 1000], tune_seeds=[100, 101], steps=3000),
+    "full": dict(seeds=10, budgets=[10, 100, 1000], tune_seeds=[100, 101, 102], steps=20_000),
+}
 
-    p = argparse.ArgumentParser(description=main.__doc__)
-    p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--budgets", type=int, nargs="+", default=[10, 100, 1000])
-    p.add_argument("--tune-seeds", type=int, nargs="+", default=[100, 101])
-    p.add_argument("--steps", type=int, default=3000)
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m neurips25.unlearning [--scale small|full] [--seeds 3] [--budgets 10 100 1000]``:
+    regenerate the stored sweep (settings: ``SWEEP[scale]``; flags override them)."""
+    from .results import add_scale_arguments, save_results
+
+    p = argparse.ArgumentParser(prog="python -m neurips25.unlearning", description=main.__doc__)
+    add_scale_arguments(p)
+    p.add_argument("--seeds", type=int, default=None, help="number of evaluation seeds 0..n-1")
+    p.add_argument("--budgets", type=int, nargs="+", default=None)
+    p.add_argument("--tune-seeds", type=int, nargs="+", default=None)
+    p.add_argument("--steps", type=int, default=None, help="training steps of the poisoned model")
     a = p.parse_args(argv)
+    cfg = {k: (v if getattr(a, k) is None else getattr(a, k)) for k, v in SWEEP[a.scale].items()}
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.set_num_threads(1)  # 90k-parameter model: thread synchronisation costs more than it saves
-    data = run_sine_sweep(tuple(range(a.seeds)), tuple(a.budgets), tuple(a.tune_seeds), steps=a.steps,
+    seeds, budgets, tune = list(range(cfg["seeds"])), list(cfg["budgets"]), list(cfg["tune_seeds"])
+    data = run_sine_sweep(tuple(seeds[:cap(len(seeds))]), tuple(budgets[:cap(len(budgets))]),
+                          tuple(tune[:cap(len(tune))]), steps=cfg["steps"],
                           log=lambda s: print(s, file=sys.stderr, flush=True))
     cmd = "python -m neurips25.unlearning " + " ".join(argv if argv is not None else sys.argv[1:])
-    print(save_results("unlearning", data, cmd.strip(), seed=0))
+    print(save_results("unlearning", data, cmd.strip(), seed=0, path=a.out, scale=a.scale))
 
 
 if __name__ == "__main__":
