@@ -290,3 +290,28 @@ def test_downstream_tradeoff_orthogonal_vs_free():
     assert rinf["gain"] > r0["gain"] + 5.0
     with pytest.raises(ValueError, match="same dimension"):
         downstream_tradeoff(dn_tr, (dn_te[0][:, :4], dn_te[1]), up_te, [0.0])
+
+
+def test_adapters_and_retrieval_on_any_device(any_device):
+    """Adapters, their losses and the retrieval metrics compute where the features live (labels may
+    stay on the CPU), and agree with the CPU."""
+    g = torch.Generator().manual_seed(0)
+    h_old = torch.randn(40, 6, generator=g, dtype=torch.float64)
+    h_new = torch.randn(40, 6, generator=g, dtype=torch.float64)
+    y = torch.arange(40) % 4
+    for backward in ("affine", "orthogonal", "identity"):
+        seed_everything(0)
+        ad = CompatibleAdapters(6, backward=backward, lam=1.0)
+        ref = {k: float(v.detach()) for k, v in ad.losses(h_old, h_new, y).items()}
+        ad = ad.to(any_device)
+        out = ad.losses(h_old.to(any_device), h_new.to(any_device), y.to(any_device))
+        assert out["loss"].device.type == any_device.type
+        assert all(float(out[k].detach()) == pytest.approx(v, rel=1e-9, abs=1e-12) for k, v in ref.items())
+        assert math.isfinite(ad.defect())
+    cpu = retrieval_metrics(h_new, h_old, y, y, exclude_same_index=True, topk=(1, 5))
+    dev = retrieval_metrics(h_new.to(any_device), h_old.to(any_device), y, y.numpy(),
+                            exclude_same_index=True, topk=(1, 5))
+    assert dev == pytest.approx(cpu, rel=1e-12)
+    assert torch.equal(backfill_order(h_old.to(any_device), y).cpu(), backfill_order(h_old, y))
+    W = torch.randn(6, 6, generator=g, dtype=torch.float64).to(any_device)
+    assert orthogonality_defect(W).device.type == lambda_orth_reg(W, 1.0).device.type == any_device.type

@@ -344,7 +344,7 @@ def downstream_tradeoff(down_train, down_test, up_test, lambdas, epochs: int = 3
     Leave-one-out retrieval."""
     from torch.utils.data import DataLoader, TensorDataset
 
-    from .runtime import make_trainer, seed_everything
+    from .runtime import cap, make_trainer, seed_everything
 
     (h_tr, y_tr), (h_dn, y_dn), (h_up, y_up) = down_train, down_test, up_test
     for name, h in (("down_train", h_tr), ("down_test", h_dn), ("up_test", h_up)):
@@ -362,7 +362,7 @@ def downstream_tradeoff(down_train, down_test, up_test, lambdas, epochs: int = 3
         ad = DownstreamAdapter(h_tr.shape[1], lam=lam, alpha=alpha)
         loader = DataLoader(TensorDataset(h_tr.double(), torch.as_tensor(y_tr)), batch_size=batch_size,
                             shuffle=True, generator=torch.Generator().manual_seed(seed))
-        make_trainer(epochs).fit(ad, loader)
+        make_trainer(cap(epochs)).fit(ad, loader)
         ad.eval()
         with torch.no_grad():
             b_dn, b_up = ad(h_dn), ad(h_up)
@@ -385,7 +385,8 @@ def retrieval_metrics(query: torch.Tensor, gallery: torch.Tensor, y_query, y_gal
     if query.shape[1] != gallery.shape[1]:
         raise ValueError(f"query and gallery must have the same dimension, got {query.shape[1]} and "
                          f"{gallery.shape[1]}")
-    yq, yg = torch.as_tensor(y_query), torch.as_tensor(y_gallery)
+    yq = torch.as_tensor(y_query).to(query.device)   # labels on the features' device
+    yg = torch.as_tensor(y_gallery).to(query.device)
     if yq.shape != (query.shape[0],) or yg.shape != (gallery.shape[0],):
         raise ValueError("y_query / y_gallery must have one label per query / gallery row")
     if exclude_same_index and query.shape[0] != gallery.shape[0]:
@@ -393,7 +394,7 @@ def retrieval_metrics(query: torch.Tensor, gallery: torch.Tensor, y_query, y_gal
     d = torch.cdist(query.double(), gallery.double())
     rel = (yq[:, None] == yg[None, :])
     if exclude_same_index:
-        eye = torch.eye(len(yq), dtype=torch.bool)
+        eye = torch.eye(len(yq), dtype=torch.bool, device=d.device)
         d = d.masked_fill(eye, float("inf"))
         rel = rel & ~eye
     order = torch.sort(d, dim=1, stable=True).indices
@@ -405,7 +406,7 @@ def retrieval_metrics(query: torch.Tensor, gallery: torch.Tensor, y_query, y_gal
     if not bool(ok.any()):
         raise ValueError("no query has a relevant gallery item")
     hits, n_rel = hits[ok], n_rel[ok]
-    ranks = torch.arange(1, hits.shape[1] + 1, dtype=torch.float64)
+    ranks = torch.arange(1, hits.shape[1] + 1, dtype=torch.float64, device=hits.device)
     ap = ((hits.cumsum(1) / ranks) * hits).sum(1) / n_rel
     out = {"mAP": 100.0 * float(ap.mean())}
     for k in topk:
@@ -422,7 +423,7 @@ def backfill_order(h_old: torch.Tensor, y, strategy: str = "distance", seed: int
     model represents worst; ``"random"``: a seeded random permutation.
     """
     h_old = _check_features(h_old, "h_old")
-    y = torch.as_tensor(y)
+    y = torch.as_tensor(y).to(h_old.device)
     if y.shape != (h_old.shape[0],):
         raise ValueError(f"y must have shape ({h_old.shape[0]},), got {tuple(y.shape)}")
     if strategy == "random":
