@@ -192,3 +192,22 @@ def test_nonsmooth_generations_first_two_match_two_generation_runner():
     many = nonsmooth_generations(30, 8, 2000, seed=4)
     p_by = (many >= 0.5).any(0).mean()
     assert p_by > (many[1] >= 0.5).mean() + 0.1  # more generations, more collapse
+
+
+def test_families_on_any_device(any_device):
+    """The Gaussian family and the flow compute where their tensors live; a CPU generator gives the
+    same draws on every device."""
+    fam = GaussianFamily()
+    x = torch.randn(3, 50, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    theta = fam.fit(x.to(any_device))
+    assert theta.mean.device.type == theta.cov.device.type == any_device.type
+    s = fam.sample(theta, 7, torch.Generator().manual_seed(1))
+    ref = fam.sample(fam.fit(x), 7, torch.Generator().manual_seed(1))
+    assert s.device.type == any_device.type and torch.allclose(s.cpu(), ref, atol=1e-10)
+    assert fam.sample(theta, 4).device.type == any_device.type   # default generator of the device
+    torch.manual_seed(0)
+    flow = CouplingFlow(dim=2, n_layers=2, hidden=8).double().to(any_device)
+    z = flow.sample(5, torch.Generator().manual_seed(0))
+    assert z.device.type == any_device.type
+    assert torch.allclose(flow(flow.inverse(z))[0], z, atol=1e-10)
+    assert torch.isfinite(flow.log_prob(z)).all()

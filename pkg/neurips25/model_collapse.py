@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from .nn import MLP
-from .runtime import lightning_module, make_trainer
+from .runtime import cap, lightning_module, make_trainer
 
 __all__ = [
     "SCHEMES", "Family", "IterationResult", "iterate_mle", "GaussianParams", "GaussianFamily",
@@ -130,8 +130,9 @@ class GaussianFamily:
     def sample(self, theta: GaussianParams, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
         n = _check_int(n, "n", 1)
         mean, cov = theta
-        z = torch.randn((*mean.shape[:-1], n, mean.shape[-1]), generator=generator,
-                        dtype=mean.dtype, device=mean.device)
+        # drawn on the generator's device (a CPU generator gives the same stream on any device)
+        z = torch.randn((*mean.shape[:-1], n, mean.shape[-1]), generator=generator, dtype=mean.dtype,
+                        device=generator.device if generator is not None else mean.device).to(mean.device)
         return mean.unsqueeze(-2) + z @ _sqrtm_psd(cov).transpose(-1, -2)
 
     def log_prob(self, theta: GaussianParams, x: torch.Tensor) -> torch.Tensor:
@@ -150,6 +151,7 @@ def gaussian_replications(mean_star, cov_star, n: int, T: int, R: int, scheme: s
     """
     _check_scheme(scheme)
     n, T, R = _check_int(n, "n", 2), _check_int(T, "T", 1), _check_int(R, "R", 1)
+    R = cap(R)  # NEURIPS25_SMOKE=1: two replications, every generation (shapes stay (T, ...))
     mean_star = torch.as_tensor(mean_star, dtype=torch.float64).reshape(-1)
     d = mean_star.shape[0]
     cov_star = torch.as_tensor(cov_star, dtype=torch.float64).reshape(d, d)
@@ -307,7 +309,7 @@ def nonsmooth_replications(n: int, R: int, seed: int = 0) -> tuple[np.ndarray, n
     Returns ``(TV1, TV2)``, each ``(R,)``: the distance of θ(1) (fit on X(0)) and θ(2) (fit on
     X(0) ∪ X(1)) to the truth.
     """
-    n, R = _check_int(n, "n", 2), _check_int(R, "R", 1)
+    n, R = _check_int(n, "n", 2), cap(_check_int(R, "R", 1))
     fam, rng = NonSmoothFamily(n), np.random.default_rng(seed)
     x0 = rng.random((R, n))
     th1 = fam.fit(x0)
@@ -322,7 +324,7 @@ def nonsmooth_generations(n: int, T: int, R: int, seed: int = 0, K: float | None
     ``t·n`` accumulated points at generation ``t``, so the default ``K = 8·n·T`` grows with the
     horizon. Returns ``TV (T, R)``: the distance of θ(1), …, θ(T) to the truth.
     """
-    n, T, R = _check_int(n, "n", 2), _check_int(T, "T", 1), _check_int(R, "R", 1)
+    n, T, R = _check_int(n, "n", 2), _check_int(T, "T", 1), cap(_check_int(R, "R", 1))
     fam, rng = NonSmoothFamily(n, 8.0 * n * T if K is None else K), np.random.default_rng(seed)
     x = rng.random((R, n))
     theta = fam.fit(x)
@@ -412,7 +414,7 @@ class FlowFamily:
         self._fits += 1
         flow = CouplingFlow(dim=x.shape[1], **self.flow_kw)
         x = x.float()
-        sampler = RandomSampler(range(len(x)), replacement=True, num_samples=self.steps * self.batch_size)
+        sampler = RandomSampler(range(len(x)), replacement=True, num_samples=cap(self.steps) * self.batch_size)
         loader = DataLoader(TensorDataset(x), batch_size=self.batch_size, sampler=sampler)
         make_trainer(1).fit(flow, loader)
         return flow.cpu().eval()  # later sampling and evaluation happen on the CPU
