@@ -146,3 +146,28 @@ def test_mle_errors_chunks_and_reports_the_tau_box():
         cm.mle_errors("distinguishable", 2000, 2, tau_max=0.0)
     with pytest.raises(ValueError, match="reps"):
         cm.mle_errors("distinguishable", 2000, 0)
+
+
+def test_newton_fit_on_any_device(any_device):
+    """The batched Newton MLE runs where its data live and matches the CPU fit."""
+    from neurips25.contaminated_moe import fit_mle, paper_setting, sample
+
+    expert, star = paper_setting("distinguishable", 2000)
+    gen = torch.Generator().manual_seed(0)
+    x, y = sample(2000, star.expand(2, -1), expert, gen)
+    theta0 = star.expand(2, -1) + 0.05 * torch.randn(2, star.numel(), generator=gen, dtype=torch.float64)
+    ref, ok_ref = fit_mle(x, y, expert, theta0)
+    th, ok = fit_mle(x.to(any_device), y.to(any_device), expert, theta0.to(any_device))
+    assert th.device.type == ok.device.type == any_device.type
+    assert torch.equal(ok.cpu(), ok_ref) and torch.allclose(th.cpu(), ref, atol=1e-8)
+
+
+def test_sweep_small_is_the_stored_sweep():
+    """``python -m neurips25.contaminated_moe`` (SWEEP["small"]) regenerates the stored grid."""
+    from neurips25.contaminated_moe.__main__ import SWEEP
+    from neurips25.results import load_results
+
+    data, small = load_results("contaminated_moe")["data"], SWEEP["small"]
+    ns = [int(round(v)) for v in np.geomspace(small["n_min"], small["n_max"], small["points"])]
+    assert all(data[s]["ns"] == ns and data[s]["reps"] == small["reps"] for s in cm.SETTINGS)
+    assert data["large"]["reps"] == small["large_reps"] and set(SWEEP["full"]) == set(small)

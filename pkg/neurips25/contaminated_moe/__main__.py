@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..results import load_results, save_results
+from ..results import add_scale_arguments, load_results, save_results
+from ..runtime import cap
 from .model import PARAMS, SETTINGS, paper_setting
 from .rates import asymptotic_sd, fit_slope, mle_errors, rate_experiment
 
@@ -13,71 +14,94 @@ TAU_NS = [4_000, 32_000]
 LARGE_SETTINGS = ("nondist_eta",)  # distinguishable: Fisher sd ∝ n^{-1/2} exactly; (ii): see tau_box
 DELTA_N = 30_000
 
+#: The sweep behind ``notebooks/results/contaminated_moe.json`` (``small``: exactly the settings of the
+#: stored sweep, the §4 grid plus the ``large`` extension) and ``contaminated_moe.full.json`` (``full``).
+#: §4 of the paper: 40 repetitions at each of 20 sample sizes n in [10³, 10⁵]; ``full`` runs that grid
+#: and the extension to n = 10⁶ with 16 repetitions (float64 on the CPU: the problem is d = 8).
+SWEEP = {
+    "small": dict(reps=12, seed=0, n_min=1e3, n_max=3.2e4, points=6, large_reps=8),
+    "full": dict(reps=40, seed=0, n_min=1e3, n_max=1e5, points=20, large_reps=16),
+}
+
 
 def large(reps: int, seed: int) -> dict:
     """Extend the sweep to n = 10⁶ (no Hellinger integral) and compare with the Fisher prediction;
     MLE fits down the whole Δ range of the overlap study (n = 3·10⁴); τ-box sensitivity in (ii)."""
     print("large n", flush=True)
-    out: dict = {"ns": LARGE_NS, "reps": reps, "settings": {}, "delta_mle": {}, "tau_box": {}}
+    # NEURIPS25_SMOKE=1: the three smallest n (a slope needs three), two of each other loop
+    reps, ns = cap(reps), LARGE_NS[:cap(len(LARGE_NS), 3)]
+    out: dict = {"ns": ns, "reps": reps, "settings": {}, "delta_mle": {}, "tau_box": {}}
     for setting in LARGE_SETTINGS:
-        res = [mle_errors(setting, n, reps, seed) for n in LARGE_NS]
+        res = [mle_errors(setting, n, reps, seed) for n in ns]
         errors = {k: [r["errors"][k] for r in res] for k in PARAMS}
-        fisher = [asymptotic_sd(*paper_setting(setting, n)[::-1], n_mc=20_000) for n in LARGE_NS]
+        fisher = [asymptotic_sd(*paper_setting(setting, n)[::-1], n_mc=cap(20_000, 2000)) for n in ns]
         out["settings"][setting] = {
             "errors": errors,
             "converged": [sum(r["converged"]) / reps for r in res],
             "at_tau_bound": [sum(r["at_tau_bound"]) / reps for r in res],
-            "fisher_sd": {k: [f[k] / n ** 0.5 for f, n in zip(fisher, LARGE_NS)] for k in PARAMS},
-            "slopes_mean": {k: fit_slope(LARGE_NS, errors[k]) for k in PARAMS},
-            "slopes_median": {k: fit_slope(LARGE_NS, errors[k], stat="median") for k in PARAMS},
+            "fisher_sd": {k: [f[k] / n ** 0.5 for f, n in zip(fisher, ns)] for k in PARAMS},
+            "slopes_mean": {k: fit_slope(ns, errors[k]) for k in PARAMS},
+            "slopes_median": {k: fit_slope(ns, errors[k], stat="median") for k in PARAMS},
         }
         print(setting, "large n", {k: round(v["slope"], 3) for k, v in out["settings"][setting]["slopes_mean"].items()},
               flush=True)
     for fam in ("gaussian", "laplace"):
         res = [mle_errors("nondist_eta", DELTA_N, min(reps, 8), seed, delta=dl, f0_family=fam)
-               for dl in DELTAS]
-        out["delta_mle"][fam] = {"deltas": DELTAS, "n": DELTA_N,
+               for dl in DELTAS[:cap(len(DELTAS))]]
+        out["delta_mle"][fam] = {"deltas": DELTAS[:len(res)], "n": DELTA_N,
                                  "errors": {k: [r["errors"][k] for r in res] for k in PARAMS},
                                  "at_tau_bound": [sum(r["at_tau_bound"]) / r["reps"] for r in res]}
     for tau_max in (8.0, 16.0):
-        res = [mle_errors("nondist_nu", n, reps, seed, tau_max=tau_max) for n in TAU_NS]
-        out["tau_box"][str(tau_max)] = {"ns": TAU_NS,
+        res = [mle_errors("nondist_nu", n, reps, seed, tau_max=tau_max) for n in TAU_NS[:cap(len(TAU_NS))]]
+        out["tau_box"][str(tau_max)] = {"ns": TAU_NS[:len(res)],
                                         "exp_tau": [r["errors"]["exp_tau"] for r in res],
                                         "at_tau_bound": [sum(r["at_tau_bound"]) / r["reps"] for r in res]}
     return out
 
 
-def main() -> None:  # python -m neurips25.contaminated_moe
+def main(argv=None) -> None:  # python -m neurips25.contaminated_moe
+    """``python -m neurips25.contaminated_moe [--scale small|full]``: the §4 rate sweeps and their
+    large-n extension (settings: ``SWEEP[scale]``; flags override them). ``--large`` adds only the
+    extension to the stored sweep."""
     import argparse
 
-    ap = argparse.ArgumentParser(description="Rate sweeps of §4 (stored for the chapter).")
-    ap.add_argument("--reps", type=int, default=12)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--n-min", type=float, default=1e3)
-    ap.add_argument("--n-max", type=float, default=3.2e4)
-    ap.add_argument("--points", type=int, default=6)
+    ap = argparse.ArgumentParser(prog="python -m neurips25.contaminated_moe", description=main.__doc__)
+    add_scale_arguments(ap)
+    ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--n-min", type=float, default=None)
+    ap.add_argument("--n-max", type=float, default=None)
+    ap.add_argument("--points", type=int, default=None)
+    ap.add_argument("--large-reps", type=int, default=None)
     ap.add_argument("--large", action="store_true",
                     help="add the n <= 10^6 extension to the stored sweep (keeps the rest)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    cfg = {k: (v if getattr(args, k) is None else getattr(args, k)) for k, v in SWEEP[args.scale].items()}
+    flag = " --scale full" if args.scale == "full" else ""
     if args.large:
-        stored = load_results("contaminated_moe")
+        stored = load_results("contaminated_moe", args.out, scale=args.scale)
         data = stored["data"]
-        data["large"] = large(args.reps, args.seed)
-        cmd = stored["command"].split(" && ")[0] + f" && python -m neurips25.contaminated_moe --large --reps {args.reps}"
-        print(save_results("contaminated_moe", data, cmd, stored["seed"]))
+        data["large"] = large(cfg["large_reps"], cfg["seed"])
+        cmd = (stored["command"].split(" && ")[0]
+               + f" && python -m neurips25.contaminated_moe{flag} --large --large-reps {cfg['large_reps']}")
+        print(save_results("contaminated_moe", data, cmd, stored["seed"], path=args.out, scale=args.scale))
         return
-    ns = [int(round(v)) for v in np.geomspace(args.n_min, args.n_max, args.points)]
+    ns = [int(round(v)) for v in np.geomspace(cfg["n_min"], cfg["n_max"], cfg["points"])]
+    ns = ns[:cap(len(ns), 3)]   # NEURIPS25_SMOKE=1: the three smallest n (a slope needs three)
+    reps = cap(cfg["reps"])
     data = {}
     for setting in SETTINGS:
-        out = rate_experiment(setting, ns, args.reps, seed=args.seed)
+        out = rate_experiment(setting, ns, reps, seed=cfg["seed"])
         for stat in ("mean", "median"):
             out[f"slopes_{stat}"] = {k: fit_slope(ns, out["errors"][k], stat=stat) for k in PARAMS}
             out[f"slopes_{stat}"]["hellinger"] = fit_slope(ns, out["hellinger"], stat=stat)
         data[setting] = out
         print(setting, {k: round(v["slope"], 3) for k, v in out["slopes_mean"].items()}, flush=True)
-    cmd = (f"python -m neurips25.contaminated_moe --reps {args.reps} --seed {args.seed} "
-           f"--n-min {args.n_min:g} --n-max {args.n_max:g} --points {args.points}")
-    print(save_results("contaminated_moe", data, cmd, args.seed))
+    data["large"] = large(cfg["large_reps"], cfg["seed"])
+    cmd = (f"python -m neurips25.contaminated_moe{flag} --reps {cfg['reps']} --seed {cfg['seed']} "
+           f"--n-min {cfg['n_min']:g} --n-max {cfg['n_max']:g} --points {cfg['points']} "
+           f"--large-reps {cfg['large_reps']}")
+    print(save_results("contaminated_moe", data, cmd, cfg["seed"], path=args.out, scale=args.scale))
 
 
 if __name__ == "__main__":

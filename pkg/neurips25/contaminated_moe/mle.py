@@ -7,7 +7,7 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from ..runtime import lightning_module, make_trainer, single_thread
+from ..runtime import cap, lightning_module, make_trainer, single_thread
 from .model import _LOG2PI, PretrainedExpert, _as_f64, _check_theta, neg_log_likelihood, unpack
 
 # --- the MLE as a Lightning module ---------------------------------------------------------------
@@ -55,7 +55,7 @@ def fit_with_lightning(x: torch.Tensor, y: torch.Tensor, expert: PretrainedExper
     with warnings.catch_warnings():
         # one full batch per epoch is intended here; Lightning warns that the loader is small.
         warnings.filterwarnings("ignore", message=r".*number of training batches.*")
-        make_trainer(epochs, precision="64-true").fit(model, loader)
+        make_trainer(cap(epochs), precision="64-true").fit(model, loader)
     return model.theta.detach().clone()
 
 
@@ -101,8 +101,8 @@ def nll_grad_hess(theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
     n, d = x.shape[-2], expert.d
     feats = [torch.cat([x, torch.ones_like(x[..., :1])], dim=-1), x, torch.ones_like(x[..., :1])]
     idx = [slice(0, d + 1), slice(d + 1, 2 * d + 1), slice(2 * d + 1, 2 * d + 2)]
-    grad = torch.zeros(theta.shape, dtype=torch.float64)
-    hess = torch.zeros(*theta.shape, theta.shape[-1], dtype=torch.float64)
+    grad = torch.zeros(theta.shape, dtype=torch.float64, device=theta.device)
+    hess = torch.zeros(*theta.shape, theta.shape[-1], dtype=torch.float64, device=theta.device)
     for i in range(3):
         grad[..., idx[i]] = -torch.einsum("...ni,...n->...i", feats[i], gq[..., i]) / n
         for j in range(i, 3):
@@ -129,9 +129,9 @@ def fit_mle(x: torch.Tensor, y: torch.Tensor, expert: PretrainedExpert, theta_in
         raise ValueError(f"expected theta_init (R, p) and x (R, n, d) with the same R, got "
                          f"{tuple(theta.shape)} and {tuple(x.shape)}")
     R, p = theta.shape
-    lam = torch.full((R,), 1e-3, dtype=torch.float64)
-    done = torch.zeros(R, dtype=torch.bool)
-    for _ in range(max_iter):
+    lam = torch.full((R,), 1e-3, dtype=torch.float64, device=theta.device)
+    done = torch.zeros(R, dtype=torch.bool, device=theta.device)
+    for _ in range(cap(max_iter)):
         loss, g, H = nll_grad_hess(theta, x, y, expert)
         scale = H.diagonal(dim1=-2, dim2=-1).abs().clamp_min(1e-12)
         for _ in range(30):  # raise λ until every damped Hessian is positive definite
