@@ -20,11 +20,11 @@ def test_classifier_validates_lr():
         DigitsClassifier(lr=0)
 
 
-def test_smoke_training_learns():
+def test_smoke_training_learns(any_device):
     seed_everything(0)
     dm = DigitsDataModule(batch_size=64)
     model = DigitsClassifier(hidden=(32,))
-    make_trainer(3).fit(model, datamodule=dm)
+    make_trainer(3, accelerator=any_device.type).fit(model, datamodule=dm)
     X, y = dm.splits["test"]
     assert accuracy(model.predict_proba(X).log(), y) > 0.8
     assert len(model.history["train_loss"]) == 3
