@@ -9,8 +9,13 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.stats import beta as _beta
 
+from ..runtime import cap
 from .algorithms import _Online, alg3_split
 from .matroids import GraphicMatroid, _Matroid
+
+# Under NEURIPS25_SMOKE=1 (a bounded test run of any configuration) every Monte Carlo estimate uses at
+# most SMOKE_TRIALS trials and the adversary at most 2 steps; otherwise ``runtime.cap`` is the identity.
+SMOKE_TRIALS = 20
 
 
 @dataclass
@@ -61,6 +66,7 @@ def acceptance_mc(make_alg: Callable[[np.random.Generator], _Online], M: _Matroi
     trial) or a fixed permutation (an oblivious adversary). Checks every output for independence."""
     if not isinstance(n_trials, (int, np.integer)) or n_trials < 1:
         raise ValueError(f"n_trials must be a positive int, got {n_trials!r}")
+    n_trials = cap(n_trials, SMOKE_TRIALS)
     if isinstance(order, str):
         if order != "random":
             raise ValueError(f"order must be 'random' or a permutation, got {order!r}")
@@ -117,6 +123,7 @@ def alg3_acceptance_mc(M: GraphicMatroid, d: int, n_trials: int, seed: int = 0, 
         raise TypeError(f"M must be a GraphicMatroid, got {type(M).__name__}")
     if not isinstance(n_trials, (int, np.integer)) or n_trials < 1:
         raise ValueError(f"n_trials must be a positive int, got {n_trials!r}")
+    n_trials = cap(n_trials, SMOKE_TRIALS)
     rng, counts, done = np.random.default_rng(seed), np.zeros(M.n, dtype=np.int64), 0
     while done < n_trials:
         T = min(batch, n_trials - done)
@@ -132,6 +139,7 @@ def hill_climb(score: Callable[[np.ndarray], float], n: int, iters: int, seed: i
     decrease. Returns the best order and the score history."""
     if not isinstance(iters, (int, np.integer)) or iters < 0:
         raise ValueError(f"iters must be a non-negative int, got {iters!r}")
+    iters = cap(iters)
     rng = np.random.default_rng(seed)
     order = rng.permutation(n) if init is None else np.array(init)
     best = score(order)
