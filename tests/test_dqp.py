@@ -176,11 +176,18 @@ def test_validation_errors():
         projection_constraints("cube", 5)
 
 
-def test_polygon_fit_smoke():
+def test_polygon_fit_smoke(any_device):
     from torch.utils.data import DataLoader, TensorDataset
 
     from neurips25.dqp.model import PolygonFit, polygon_normals, project_polygon
     from neurips25.runtime import make_trainer, seed_everything
+
+    # the solve runs on the CPU (Clarabel); the layer's output and gradient follow the input's device
+    d_dev = torch.tensor([1.0, 1.2, 0.8, 1.1, 0.9], dtype=torch.float64, device=any_device, requires_grad=True)
+    x_dev = torch.tensor([[2.0, 0.5], [-1.0, 2.5]], dtype=torch.float64, device=any_device)
+    z_dev, _ = project_polygon(x_dev, polygon_normals(5), d_dev)
+    z_dev.sum().backward()
+    assert z_dev.device.type == any_device.type and d_dev.grad.device.type == any_device.type
 
     seed_everything(0)
     rng = np.random.default_rng(0)
@@ -189,7 +196,7 @@ def test_polygon_fit_smoke():
     x = torch.tensor(np.stack([2.5 * np.cos(ang), 2.5 * np.sin(ang)], 1))
     t, _ = project_polygon(x, polygon_normals(5), d_true)
     model = PolygonFit(m=5)
-    make_trainer(25).fit(model, DataLoader(TensorDataset(x, t.detach()), batch_size=20))
+    make_trainer(25, accelerator=any_device.type).fit(model, DataLoader(TensorDataset(x, t.detach()), batch_size=20))
     assert model.history[-1] < 0.2 * model.history[0]
 
 

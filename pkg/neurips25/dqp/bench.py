@@ -24,9 +24,20 @@ import torch
 from .baselines import cvxpy_projection_layer, have_qplayer, have_qpth, kkt_solve, qplayer_solve, qpth_solve
 from .problems import project, projection_constraints
 
-__all__ = ["METHODS", "make_layer", "time_fwd_bwd", "benchmark", "main"]
+__all__ = ["METHODS", "SWEEP", "make_layer", "time_fwd_bwd", "benchmark", "main"]
 
 METHODS = ("dqp", "qpth", "qplayer", "cvxpylayers", "full_kkt")
+
+# The stored sweep, by scale. ``small`` is exactly what produced notebooks/results/dqp.json
+# (``python -m neurips25.dqp`` reproduces it). ``full`` follows the paper's §5.2 further: it times
+# OptNet and QPLayer up to n = 10⁴ (chain: 571,710 and 471,650 ms there, dQP 225 ms) and dQP to n = 10⁵;
+# we lift the dense baselines' caps to 10⁴ and take the best of 5 repeats.
+_NS = [100, 200, 500, 1000, 2000, 3000, 5000, 10000, 20000, 50000, 100000]
+SWEEP = {
+    "small": dict(ns=_NS, caps={"cvxpylayers": 3000, "full_kkt": 2000, "qpth": 2000, "qplayer": 2000}, repeats=3),
+    "full": dict(ns=_NS, caps={"cvxpylayers": 10000, "full_kkt": 10000, "qpth": 10000, "qplayer": 10000},
+                 repeats=5),
+}
 
 
 def available_methods() -> tuple[str, ...]:
@@ -76,8 +87,13 @@ def benchmark(kind: str, ns, caps: dict[str, int] | None = None, repeats: int = 
               seed: int = 0, methods=None) -> dict[str, dict[str, dict[int, float]]]:
     """``{"time": {method: {n: seconds}}, "grad_diff": {method: {n: rel. difference to dQP}}}`` for
     the ``kind`` projection; ``caps[method]`` is the largest n run for that method (the dense layers
-    grow too slow to run everywhere); ``methods`` defaults to all installed ones."""
+    grow too slow to run everywhere); ``methods`` defaults to all installed ones. Under
+    ``NEURIPS25_SMOKE=1`` only the first two sizes and one repeat are run (``runtime.cap``)."""
     from threadpoolctl import threadpool_limits
+
+    from ..runtime import cap
+
+    ns, repeats = list(ns)[: cap(len(ns))], cap(repeats, 1)
 
     caps = caps or {}
     methods = available_methods() if methods is None else tuple(methods)
@@ -106,19 +122,27 @@ def benchmark(kind: str, ns, caps: dict[str, int] | None = None, repeats: int = 
 
 
 def main(argv=None) -> None:
-    from ..results import save_results
+    from ..results import add_scale_arguments, save_results
 
-    ap = argparse.ArgumentParser(description="dQP scaling benchmark -> notebooks/results/dqp.json")
-    ap.add_argument("--ns", type=int, nargs="+", default=[100, 200, 500, 1000, 2000, 5000, 10000, 20000])
-    ap.add_argument("--cap-cvxpylayers", type=int, default=2000)
-    ap.add_argument("--cap-full-kkt", type=int, default=2000)
-    ap.add_argument("--cap-qpth", type=int, default=2000)
-    ap.add_argument("--cap-qplayer", type=int, default=1000)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap = argparse.ArgumentParser(description="dQP scaling benchmark -> notebooks/results/dqp.json. "
+                                 "Settings: SWEEP[--scale]; the flags below override them.")
+    add_scale_arguments(ap)
+    ap.add_argument("--ns", type=int, nargs="+")
+    ap.add_argument("--cap-cvxpylayers", type=int)
+    ap.add_argument("--cap-full-kkt", type=int)
+    ap.add_argument("--cap-qpth", type=int)
+    ap.add_argument("--cap-qplayer", type=int)
+    ap.add_argument("--repeats", type=int)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
-    caps = {"cvxpylayers": a.cap_cvxpylayers, "full_kkt": a.cap_full_kkt, "qpth": a.cap_qpth,
-            "qplayer": a.cap_qplayer}
+    cfg = SWEEP[a.scale]
+    ns = a.ns or list(cfg["ns"])
+    caps = dict(cfg["caps"])
+    for m, v in (("cvxpylayers", a.cap_cvxpylayers), ("full_kkt", a.cap_full_kkt), ("qpth", a.cap_qpth),
+                 ("qplayer", a.cap_qplayer)):
+        if v is not None:
+            caps[m] = v
+    repeats = a.repeats or cfg["repeats"]
     import importlib.metadata as md
 
     versions = {}
@@ -127,14 +151,19 @@ def main(argv=None) -> None:
             versions[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
             versions[pkg] = None
-    data = {"ns": a.ns, "caps": caps, "repeats": a.repeats, "methods": list(available_methods()),
+    data = {"ns": ns, "caps": caps, "repeats": repeats, "methods": list(available_methods()),
             "versions": versions}
     for kind in ("simplex", "chain"):
-        res = benchmark(kind, a.ns, caps, a.repeats, a.seed)
+        res = benchmark(kind, ns, caps, repeats, a.seed)
         data[kind] = {m: {str(n): t for n, t in v.items()} for m, v in res["time"].items()}
         data[kind + "_grad_diff"] = {m: {str(n): t for n, t in v.items()}
                                      for m, v in res["grad_diff"].items()}
         print(kind, {m: {n: round(t, 4) for n, t in v.items()} for m, v in res["time"].items()},
               flush=True)
-    cmd = "python -m neurips25.dqp " + " ".join(argv if argv is not None else [])
-    print("wrote", save_results("dqp", data, command=cmd.strip(), seed=a.seed))
+    cmd = (f"python -m neurips25.dqp --ns {' '.join(map(str, ns))} --cap-cvxpylayers {caps['cvxpylayers']}"
+           f" --cap-full-kkt {caps['full_kkt']} --cap-qpth {caps['qpth']} --cap-qplayer {caps['qplayer']}")
+    if repeats != 3:
+        cmd += f" --repeats {repeats}"
+    if a.scale != "small":
+        cmd += f" --scale {a.scale}"
+    print("wrote", save_results("dqp", data, command=cmd, seed=a.seed, path=a.out, scale=a.scale))
