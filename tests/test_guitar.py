@@ -170,9 +170,9 @@ def _blobs(n_per=30, seed=0):
     return views, M, y
 
 
-def test_separable_toy_is_clustered_perfectly_and_converges():
+def test_separable_toy_is_clustered_perfectly_and_converges(any_device):
     views, M, y = _blobs()
-    g = GUITAR(3, max_iter=100, eta=1.3, seed=0)
+    g = GUITAR(3, max_iter=100, eta=1.3, seed=0, device=str(any_device))
     labels = g.fit_predict(views, M, dims=[8, 6])
     assert clustering_scores(y, labels) == {"ACC": 1.0, "NMI": 1.0, "purity": 1.0}
     h = g.history_
