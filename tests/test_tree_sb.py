@@ -143,17 +143,18 @@ def test_traversal_leaf_root_leaves():
     assert codes == [3, 0]  # edge 1 backwards (leaf→root), edge 0 forwards (root→leaf)
 
 
-def test_tree_dsbm_smoke():
+def test_tree_dsbm_smoke(any_device):
     seed_everything(0)
     tree = star_tree([0.5, 0.5], 0.3)
     data = [torch.randn(256, 1) - 1, torch.randn(256, 1) + 1]
     seen = []
     model = tree_dsbm(tree, data, n_iter=2, steps=5, batch_size=64, hidden=(16,), n_steps=5,
-                      callback=lambda it, m: seen.append(it))
-    assert seen == [1, 2]
-    Y = simulate_tree(model, 1, data[0], n_steps=5)
+                      callback=lambda it, m: seen.append((it, m.device.type)), device=any_device)
+    assert seen == [(1, any_device.type), (2, any_device.type)]
+    Y = simulate_tree(model, 1, data[0], n_steps=5)  # runs on the model's device
+    assert Y.device.type == any_device.type
     assert Y.shape == (256, 3, 1) and torch.isfinite(Y).all()
-    assert torch.equal(Y[:, 1], data[0])
+    assert torch.equal(Y[:, 1].cpu(), data[0])
 
 
 def test_edge_drifts_are_separate_networks():

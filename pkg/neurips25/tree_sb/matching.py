@@ -116,12 +116,14 @@ class TreeBridgeMatching(lightning_module()):
 def simulate_tree(model: TreeBridgeMatching, start: int, y_start: torch.Tensor, n_steps: int = 50) -> torch.Tensor:
     """Euler–Maruyama along every edge, breadth-first from ``start`` (leaf → root → other leaves).
 
-    Returns (N, |V|, d) with ``y_start`` at ``start``; the last step is noise-free.
+    Runs on the model's device (``y_start`` is moved there); returns (N, |V|, d) on that device with
+    ``y_start`` at ``start``; the last step is noise-free.
     """
     tree = model.tree
     if y_start.ndim != 2:
         raise ValueError(f"y_start must have shape (N, d), got {tuple(y_start.shape)}")
     model.eval()
+    y_start = y_start.to(model.device)
     N, d = y_start.shape
     Y = y_start.new_zeros(N, tree.n_vertices, d)
     Y[:, start] = y_start
@@ -139,15 +141,20 @@ def simulate_tree(model: TreeBridgeMatching, start: int, y_start: torch.Tensor, 
 
 def tree_dsbm(tree: Tree, data: Sequence[torch.Tensor], n_iter: int = 3, steps: int = 300, batch_size: int = 256,
               hidden: Sequence[int] = (64, 64, 64), lr: float = 5e-3, n_steps: int = 50,
-              start: int | None = None, callback=None, ema_decay: float = 0.99) -> TreeBridgeMatching:
+              start: int | None = None, callback=None, ema_decay: float = 0.99,
+              device=None) -> TreeBridgeMatching:
     """TreeIMF with bridge matching (Alg. 2): alternate reciprocal and per-edge Markovian projections.
 
     ``data[i]`` are samples of μ at ``tree.observed[i]`` (equal sizes). Iteration 1 trains on the
     independent coupling; each later one on the coupling simulated from ``start`` (default: the
     observed vertices in turn), whose unobserved vertices are re-drawn from Q_{U|S} in training.
     The networks (and their EMA) are warm-started across iterations. ``callback(it, model)`` runs after each.
+    Training and simulation run on ``device`` (default CPU), where the returned model lives.
+    ``n_iter`` and ``steps`` are bounded by ``runtime.cap`` under ``NEURIPS25_SMOKE=1``.
     """
-    from ..runtime import make_trainer
+    from ..runtime import cap, make_trainer
+
+    dev = torch.device("cpu") if device is None else torch.device(device)
 
     if len(data) != len(tree.observed):
         raise ValueError(f"data must hold one tensor per observed vertex ({len(tree.observed)}), got {len(data)}")
@@ -158,10 +165,11 @@ def tree_dsbm(tree: Tree, data: Sequence[torch.Tensor], n_iter: int = 3, steps: 
                                ema_decay=ema_decay)
     # Independent coupling: shuffle each marginal separately.
     coupling = torch.stack([x[torch.randperm(N)] for x in data], dim=1).float()
-    for it in range(1, n_iter + 1):
-        ds = torch.utils.data.TensorDataset(coupling)
+    for it in range(1, cap(n_iter) + 1):
+        ds = torch.utils.data.TensorDataset(coupling.cpu())
         dl = torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=True, drop_last=True)
-        make_trainer(None, max_steps=steps).fit(model, dl)
+        make_trainer(None, max_steps=cap(steps), accelerator=dev.type).fit(model, dl)
+        model = model.to(dev)  # Lightning hands the model back on the CPU
         s = tree.observed[(it - 1) % len(tree.observed)] if start is None else start
         Y = simulate_tree(model, s, data[tree.observed.index(s)].float(), n_steps)
         coupling = Y[:, tree.observed].detach()

@@ -118,7 +118,8 @@ class Tree:
             B, C = self.conditional()
             B = torch.as_tensor(B, dtype=y_obs.dtype, device=y_obs.device)
             Lc = torch.as_tensor(np.linalg.cholesky(C), dtype=y_obs.dtype, device=y_obs.device)
-            z = torch.randn(N, len(self.unobserved), d, generator=generator, dtype=y_obs.dtype).to(y_obs.device)
+            z = torch.randn(N, len(self.unobserved), d, generator=generator, dtype=y_obs.dtype,
+                            device=y_obs.device if generator is None else generator.device).to(y_obs.device)
             Y[:, self.unobserved] = torch.einsum("us,nsd->nud", B, y_obs) + torch.einsum("uw,nwd->nud", Lc, z)
         return Y
 
@@ -142,5 +143,6 @@ def brownian_bridge(x0: torch.Tensor, x1: torch.Tensor, t: torch.Tensor, sigma_e
         raise ValueError(f"x0 and x1 must have the same shape, got {tuple(x0.shape)} and {tuple(x1.shape)}")
     t = torch.as_tensor(t, dtype=x0.dtype, device=x0.device).reshape(-1, 1)
     sigma_e = torch.as_tensor(sigma_e, dtype=x0.dtype, device=x0.device).reshape(-1, 1)
-    z = torch.randn(x0.shape, generator=generator, dtype=x0.dtype).to(x0.device)
+    z = torch.randn(x0.shape, generator=generator, dtype=x0.dtype,
+                    device=x0.device if generator is None else generator.device).to(x0.device)
     return (1 - t) * x0 + t * x1 + sigma_e * torch.sqrt(t * (1 - t)) * z
