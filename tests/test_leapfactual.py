@@ -121,27 +121,31 @@ def test_validation_errors():
         SquaresToy(0.25, 0.3)
 
 
-def test_smoke_digits_pipeline():
+def test_smoke_digits_pipeline(any_device):
     seed_everything(0)
-    X = torch.rand(96, 64)
-    y = torch.arange(96) % 3
-    f = fit_classifier(X, y, epochs=20)
+    dev = any_device
+    X = torch.rand(96, 64, device=dev)
+    y = torch.arange(96, device=dev) % 3
+    f = fit_classifier(X, y, epochs=20)  # trains on X's device
+    assert next(f.parameters()).device.type == dev.type
+    black_box = lambda x: f(x.to(dev))  # query() hands a black box CPU tensors
     vae = VAE(64, 32, 4)
-    make_trainer(2).fit(vae, DataLoader(TensorDataset(X), batch_size=32))
-    vae.eval()
+    make_trainer(2, accelerator=dev.type).fit(vae, DataLoader(TensorDataset(X.cpu()), batch_size=32))
+    vae = vae.to(dev).eval()
     cfm = CECFM(4, 3, (32, 32))
     with torch.no_grad():
         Z = vae.encode(X)
-    make_trainer(2).fit(cfm, DataLoader(TensorDataset(Z, y), batch_size=32))
-    cfm.eval()
+    make_trainer(2, accelerator=dev.type).fit(cfm, DataLoader(TensorDataset(Z.cpu(), y.cpu()), batch_size=32))
+    cfm = cfm.to(dev).eval()
     target = (y[:8] + 1) % 3
-    x_ce, z_ce, yf = leapfactual(X[:8], f, target, cfm.velocity, vae.encode, vae.decode, n_blend=2,
+    x_ce, z_ce, yf = leapfactual(X[:8], black_box, target, cfm.velocity, vae.encode, vae.decode, n_blend=2,
                                  n_inject=1, steps=4)
     assert x_ce.shape == (8, 64) and z_ce.shape == (8, 4) and yf.shape == (8,)
-    assert torch.isfinite(x_ce).all()
-    x_cgm = cgm_swap(X[:8], f, target, cfm.velocity, vae.encode, vae.decode, steps=4)[0]
+    assert x_ce.device.type == dev.type and torch.isfinite(x_ce).all()
+    x_cgm = cgm_swap(X[:8], black_box, target, cfm.velocity, vae.encode, vae.decode, steps=4)[0]
     x_opt = opt_counterfactual(X[:8], f, target, vae.encode, vae.decode, max_steps=5)[0]
-    m = counterfactual_metrics(X[:8], x_opt, target, f, f, X)
+    assert x_opt.device.type == dev.type
+    m = counterfactual_metrics(X[:8], x_opt, target.cpu(), black_box, black_box, X)
     assert set(m) == {"flip", "oracle", "dist", "nn_dist"} and x_cgm.shape == x_opt.shape
 
 

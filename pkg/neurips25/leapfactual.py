@@ -204,7 +204,9 @@ def leapfactual(x: torch.Tensor, classifier: Callable, target, velocity: Velocit
     decode = decode or (lambda u: u)
     with torch.no_grad():
         z = encode(x)
-        y_c = query(classifier, decode(z))
+        # The black box answers on the CPU (``query``); its labels move to z's device once per leap.
+        target = target.to(z.device)
+        y_c = query(classifier, decode(z)).to(z.device)
         path = [z.clone()]
         for _ in range(n_blend):
             todo = y_c != target
@@ -212,11 +214,11 @@ def leapfactual(x: torch.Tensor, classifier: Callable, target, velocity: Velocit
                 break
             z = z.clone()
             z[todo] = leap(velocity, z[todo], y_c[todo], target[todo], gamma_blend, gamma_blend, steps)
-            y_c = query(classifier, decode(z))
+            y_c = query(classifier, decode(z)).to(z.device)
             path.append(z.clone())
         for _ in range(n_inject):
             z = leap(velocity, z, y_c, target, gamma_inject[0], gamma_inject[1], steps)
-            y_c = query(classifier, decode(z))
+            y_c = query(classifier, decode(z)).to(z.device)
             path.append(z.clone())
         out = (decode(z), z, y_c)
     return (*out, path) if return_path else out
@@ -235,12 +237,12 @@ def opt_counterfactual(x: torch.Tensor, classifier: nn.Module, target, encode: C
     Needs gradients of f, so f must be a differentiable torch module."""
     if not isinstance(classifier, nn.Module):
         raise TypeError("classifier must be a differentiable torch.nn.Module for the Opt baseline")
-    target = _check_labels(target, len(x), "target")
+    target = _check_labels(target, len(x), "target").to(x.device)
     with torch.no_grad():
         z0 = encode(x)
     z = z0.clone().requires_grad_(True)
     opt = torch.optim.Adam([z], lr=lr)
-    done = torch.zeros(len(x), dtype=torch.bool)
+    done = torch.zeros(len(x), dtype=torch.bool, device=x.device)
     for _ in range(max_steps):
         logits = classifier(decode(z))
         done = done | (logits.argmax(1) == target).detach()
@@ -323,11 +325,12 @@ class CECFM(lightning_module()):
 def fit_classifier(X: torch.Tensor, y: torch.Tensor, hidden: Sequence[int] = (), epochs: int = 200,
                    lr: float = 1e-2, weight_decay: float = 1e-3, seed: int = 0) -> nn.Module:
     """A small (deliberately weak, if given little data) torch classifier, full-batch Adam. Plain torch:
-    it is the model under explanation, not the method of the chapter."""
+    it is the model under explanation, not the method of the chapter. Trains on X's device."""
     if len(X) != len(y) or len(X) == 0:
         raise ValueError(f"X and y must be non-empty with equal length, got {len(X)} and {len(y)}")
     torch.manual_seed(seed)
-    f = MLP(X.shape[1], list(hidden), int(y.max()) + 1, "silu")
+    f = MLP(X.shape[1], list(hidden), int(y.max()) + 1, "silu").to(X.device)
+    y = y.to(X.device)
     opt = torch.optim.Adam(f.parameters(), lr=lr, weight_decay=weight_decay)
     for _ in range(epochs):
         opt.zero_grad()
@@ -361,7 +364,8 @@ def retrain_with_counterfactuals(X: torch.Tensor, y: torch.Tensor, x_ce: torch.T
     y_ce = _check_labels(y_ce, len(x_ce), "y_ce")
     if len(seeds) == 0:
         raise ValueError("seeds must hold at least one seed")
-    Xa, ya = torch.cat([X, x_ce.detach().cpu().to(X)]), torch.cat([y.long(), y_ce])
+    Xa, ya = torch.cat([X, x_ce.detach().to(X)]), torch.cat([y.long(), y_ce.to(y.device)])
+    X_test, y_test = X_test.to(X.device), y_test.to(X.device)
     accs = [float((fit_classifier(Xa, ya, seed=s, **fit_kw)(X_test).argmax(1) == y_test).float().mean())
             for s in seeds]
     return float(np.mean(accs))
