@@ -174,10 +174,10 @@ def test_statistical_sweep_validates_its_arguments(kwargs, match):
         statistical_sweep(**kwargs)
 
 
-def test_statistical_sweep_two_sample_sizes():
+def test_statistical_sweep_two_sample_sizes(any_device):
     from neurips25.sinkhorn_bridge import statistical_sweep
 
-    out = statistical_sweep([40, 40], trials=2, ms=[10, 40], n_t=3, n_mc=200)
+    out = statistical_sweep([40, 40], trials=2, ms=[10, 40], n_t=3, n_mc=200, device=any_device)
     assert out["m"] == [10, 40] and out["n"] == [40, 40]
     err = np.array(out["err"])
     assert err.shape == (2, 2) and np.isfinite(err).all()
@@ -185,6 +185,27 @@ def test_statistical_sweep_two_sample_sizes():
     # m = n keeps the seeding of the m = n sweep (the stored results stay reproducible)
     same = statistical_sweep([40], trials=2, n_t=3, n_mc=200)
     assert np.allclose(same["err"][0], err[1])
+
+
+def test_integrated_drift_error_on_device(any_device):
+    B = random_spd(2, seed=1, eig_range=(0.25, 2.0))
+    sb = GaussianSB(torch.eye(2, dtype=torch.float64), B, 0.25)
+    X, Y = _gauss(60, d=2, B=B, seed=3)
+    bridge = SinkhornBridge.fit(X.to(any_device), Y.to(any_device), 0.25)
+    assert bridge.g.device.type == any_device.type
+    err = integrated_drift_error(bridge.drift, sb, 0.9, 3, 100, device=any_device)
+    ref = integrated_drift_error(SinkhornBridge.fit(X, Y, 0.25).drift, sb, 0.9, 3, 100)
+    assert err.device.type == any_device.type
+    assert err.item() == pytest.approx(ref.item(), rel=1e-6)
+
+
+def test_neural_k_sweep_runs_on_device(any_device):
+    from neurips25.sinkhorn_bridge import neural_k_sweep
+
+    out = neural_k_sweep(ks=(1,), n=64, n_eval=32, steps=2, batch=16, hidden=(8,), independent=False,
+                         keep_samples=True, device=any_device)
+    assert out["k"] == [1] and np.isfinite(out["S_neural"] + out["S_plugin"] + out["tv_marginal"]).all()
+    assert out["samples"][1].shape == (32, 2)
 
 
 def test_neural_k_sweep_validates_its_arguments():

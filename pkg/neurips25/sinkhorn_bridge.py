@@ -91,8 +91,10 @@ def sinkhorn_potentials(X: torch.Tensor, Y: torch.Tensor, eps: float, n_iter: in
     The returned f is T_μ(g^(k)), so π^(k) has exactly the μ-marginal — the coupling of the k-th
     Sinkhorn bridge, which starts from μ. ``n_iter=None`` iterates until the μ-marginal error
     (ℓ¹) is below ``tol`` (k = ∞). With ``record=(k1, k2, ...)`` also returns ``{k: g^(k)}``.
-    Computed in the dtype of X (pass float64 for small ε).
+    Computed in the dtype of X (pass float64 for small ε), on its device.
     """
+    from .runtime import cap
+
     X, Y = _check_pair(X, Y)
     eps = _check_eps(eps)
     if n_iter is not None and (not isinstance(n_iter, int) or isinstance(n_iter, bool) or n_iter < 0):
@@ -108,7 +110,8 @@ def sinkhorn_potentials(X: torch.Tensor, Y: torch.Tensor, eps: float, n_iter: in
     g = torch.zeros(Y.shape[:-1], dtype=X.dtype, device=X.device)
     f = T_mu(g)
     history = {0: g} if 0 in record else {}
-    n_max = max_iter if n_iter is None else n_iter
+    # under NEURIPS25_SMOKE=1 the run-to-convergence loop stops after 50 iterations (runtime.cap)
+    n_max = cap(max_iter, 50) if n_iter is None else n_iter
     for k in range(1, n_max + 1):
         g = T_nu(f)
         f_next = T_mu(g)
@@ -276,13 +279,15 @@ class GaussianSB:
 
 
 def integrated_drift_error(drift_hat: Drift, sb: GaussianSB, tau: float = 0.9, n_t: int = 12,
-                           n_mc: int = 1000, seed: int = 0, reference: Drift | None = None) -> torch.Tensor:
+                           n_mc: int = 1000, seed: int = 0, reference: Drift | None = None,
+                           device=None) -> torch.Tensor:
     """∫_0^τ E_{X_t ~ P*_t} ‖b*(X_t, t) − b̂(X_t, t)‖² dt by Gauss–Legendre in t and Monte Carlo in X_t.
 
     By Girsanov KL(P*|P̂) on [0, τ] is this integral / (2ε), and Pinsker gives TV² ≤ KL/2. The same
     samples are used for every estimator (common random numbers). ``reference`` replaces b* (e.g. by
     b^(∞) to isolate the algorithmic error). ``drift_hat`` may return a batch (..., n_mc, d): the
-    result then has shape (...).
+    result then has shape (...). The samples X_t are drawn on the CPU and moved to ``device`` (where
+    ``drift_hat`` computes; default CPU); the result lives there too.
     """
     tau = _check_t(tau, "tau")
     if tau == 0:
@@ -292,10 +297,10 @@ def integrated_drift_error(drift_hat: Drift, sb: GaussianSB, tau: float = 0.9, n
     total = 0.0
     for i, (u, w) in enumerate(zip(nodes, weights)):
         t = float(tau * (u + 1) / 2)
-        z = sb.sample(t, n_mc, seed=seed * 1000 + i)
+        z = sb.sample(t, n_mc, seed=seed * 1000 + i).to(device)
         err = ((drift_hat(z, t) - ref(z, t)) ** 2).sum(-1).mean(-1)
         total = total + float(w) * tau / 2 * err
-    return torch.as_tensor(total)
+    return torch.as_tensor(total, device=device)
 
 
 # --- the regression form (Alg. 1) and its Lightning module -------------------------------------
@@ -324,7 +329,7 @@ def coupling_pairs(X: torch.Tensor, Y: torch.Tensor, pi: torch.Tensor | None, n_
         raise ValueError(f"pi must be a non-negative ({m}, {n}) plan, got shape {tuple(pi.shape)}")
     gen = torch.Generator().manual_seed(seed)
     idx = torch.multinomial(pi.flatten().double().cpu(), n_pairs, replacement=True, generator=gen)
-    return X[idx // n], Y[idx % n]
+    return X[(idx // n).to(X.device)], Y[(idx % n).to(Y.device)]
 
 
 
@@ -382,15 +387,19 @@ def _check_sizes(v, name: str) -> list[int]:
 
 
 def statistical_sweep(ns: Sequence[int], trials: int, eps: float = 0.25, d: int = 3, tau: float = 0.9,
-                      n_t: int = 12, n_mc: int = 1000, seed: int = 0, ms: Sequence[int] | None = None) -> dict:
+                      n_t: int = 12, n_mc: int = 1000, seed: int = 0, ms: Sequence[int] | None = None,
+                      device=None) -> dict:
     """Integrated drift error of the converged Sinkhorn bridge (k = ∞) against the exact Gaussian SB,
     μ = N(0, I), ν = N(0, B) with B a fixed random SPD matrix, m source and n target samples.
 
     ``ms=None`` uses m = n; otherwise ``ms[i]`` source samples go with ``ns[i]`` target samples (to
-    separate the 1/m and 1/n terms, hold one side fixed and large). Trials are batched.
+    separate the 1/m and 1/n terms, hold one side fixed and large). Trials are batched; the samples are
+    drawn on the CPU (the same numbers on every device) and the Sinkhorn fits and drift errors run on
+    ``device`` (default CPU).
     Returns {"m": [...], "n": [...], "err": [[trial errors] per size], ...}.
     """
     from .data import random_spd
+    from .runtime import cap
 
     ns = _check_sizes(ns, "ns")
     ms = ns if ms is None else _check_sizes(ms, "ms")
@@ -401,6 +410,7 @@ def statistical_sweep(ns: Sequence[int], trials: int, eps: float = 0.25, d: int 
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
         raise ValueError(f"d must be a positive int, got {d!r}")
     eps = _check_eps(eps)
+    trials = cap(trials)  # bounded under NEURIPS25_SMOKE=1
     sb = GaussianSB(torch.eye(d, dtype=torch.float64), random_spd(d, seed=seed, eig_range=(0.25, 2.0)), eps)
     L1 = torch.linalg.cholesky(sb.Sigma1)
     errs = []
@@ -408,8 +418,8 @@ def statistical_sweep(ns: Sequence[int], trials: int, eps: float = 0.25, d: int 
         gen = torch.Generator().manual_seed(seed * 7919 + n if m == n else seed * 7919 + 100_003 * m + n)
         X = torch.randn(trials, m, d, generator=gen, dtype=torch.float64)
         Y = torch.randn(trials, n, d, generator=gen, dtype=torch.float64) @ L1.T
-        bridge = SinkhornBridge.fit(X, Y, eps)
-        errs.append(integrated_drift_error(bridge.drift, sb, tau, n_t, n_mc, seed=seed).tolist())
+        bridge = SinkhornBridge.fit(X.to(device), Y.to(device), eps)
+        errs.append(integrated_drift_error(bridge.drift, sb, tau, n_t, n_mc, seed=seed, device=device).tolist())
     return {"m": ms, "n": ns, "err": errs, "eps": eps, "d": d, "tau": tau, "n_t": n_t, "n_mc": n_mc,
             "trials": trials}
 
@@ -417,7 +427,8 @@ def statistical_sweep(ns: Sequence[int], trials: int, eps: float = 0.25, d: int 
 def neural_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n: int = 512,
                    eps: float = 0.1, tau: float = 0.98, steps: int = 600, batch: int = 256,
                    hidden: Sequence[int] = (64, 64, 64), lr: float = 3e-3, n_eval: int = 500,
-                   reg: float = 0.1, independent: bool = True, keep_samples: bool = False) -> dict:
+                   reg: float = 0.1, independent: bool = True, keep_samples: bool = False,
+                   device=None) -> dict:
     """8 Gaussians → moons: neural bridges (Alg. 1) trained on π^(k) for each k in ``ks``
     (``None`` = converged), and the plug-in bridges b^(k) themselves.
 
@@ -427,19 +438,22 @@ def neural_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n
     gets wrong. ``S_floor`` is S between two independent ``n_eval``-samples of the moons (the metric's
     noise floor). Seeds shift the data, the pairs and the network initialisation. With
     ``keep_samples=True`` also ``samples``: {name: X̂_1} and the data ``X0``, ``X1``, ``X1_test``.
+    Data are drawn on the CPU; Sinkhorn, the networks' training and both SDE simulations run on
+    ``device`` (default CPU); samples come back to the CPU for the divergence (POT).
     """
     from torch.utils.data import DataLoader, TensorDataset
 
     from .data import toy_2d
-    from .runtime import make_trainer, seed_everything
+    from .runtime import cap, make_trainer, seed_everything
 
     eps, tau = _check_eps(eps), _check_t(tau, "tau")
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive int, got {steps!r}")
     if not 2 <= n_eval <= n:
         raise ValueError(f"n_eval must lie in [2, n = {n}], got {n_eval!r}")
-    X0 = toy_2d("8gaussians", n, seed=100 * seed, dtype=torch.float64)
-    X1 = toy_2d("moons", n, seed=100 * seed + 1, dtype=torch.float64)
+    dev = torch.device("cpu") if device is None else torch.device(device)
+    X0 = toy_2d("8gaussians", n, seed=100 * seed, dtype=torch.float64).to(dev)
+    X1 = toy_2d("moons", n, seed=100 * seed + 1, dtype=torch.float64).to(dev)
     X1_test = toy_2d("moons", n_eval, seed=100 * seed + 11, dtype=torch.float64)
     X1_other = toy_2d("moons", n_eval, seed=100 * seed + 12, dtype=torch.float64)
     S = lambda A: sinkhorn_divergence(A, X1_test, reg=reg)
@@ -456,12 +470,12 @@ def neural_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n
             plug = lambda z, t, g=g: sinkhorn_drift(z, t, X1, g, eps)
             x_plug = euler_maruyama(plug, src, eps, tau=tau, n_steps=100, seed=3, predict_endpoint=True)
         seed_everything(seed)
-        x0, x1 = coupling_pairs(X0, X1, pi, steps * batch, seed=1000 * seed + i)
+        x0, x1 = coupling_pairs(X0, X1, pi, cap(steps) * batch, seed=1000 * seed + i)  # cap: smoke runs
         loader = DataLoader(TensorDataset(x0.float(), x1.float()), batch_size=batch, shuffle=False)
         model = BridgeMatching(dim=2, eps=eps, tau=tau, hidden=tuple(hidden), lr=lr)
-        make_trainer(1).fit(model, loader)
-        model = model.eval()
-        x_nn = euler_maruyama(model, src.float(), eps, tau=tau, n_steps=100, seed=3, predict_endpoint=True)
+        make_trainer(1, accelerator=dev.type).fit(model, loader)
+        model = model.to(dev).eval()  # Lightning hands the model back on the CPU
+        x_nn = euler_maruyama(model, src.float(), eps, tau=tau, n_steps=100, seed=3, predict_endpoint=True).cpu()
         if keep_samples:
             out.setdefault("samples", {})["independent" if kind == "independent" else k] = x_nn.numpy()
         if kind == "independent":
@@ -472,53 +486,105 @@ def neural_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n
         out["S_plugin"].append(S(x_plug))
         out["tv_marginal"].append(0.5 * float((pi.sum(0) - 1.0 / n).abs().sum()))
     if keep_samples:
-        out.update(X0=X0.numpy(), X1=X1.numpy(), X1_test=X1_test.numpy())
+        out.update(X0=X0.cpu().numpy(), X1=X1.cpu().numpy(), X1_test=X1_test.numpy())
     return out
+
+
+# The stored sweeps, by scale. ``small`` is exactly what produced notebooks/results/sinkhorn_bridge.json
+# (``python -m neurips25.sinkhorn_bridge`` reproduces it); ``full`` moves towards the paper, whose
+# Gaussian experiment is μ = N(0, I₃), ν = N(0, B) at ε = 0.1 with m = n up to 1,000 (full: the paper's
+# ε = 0.1, m = n up to 6,400, 20 trials), and whose 8 Gaussians → moons experiment trains neural drifts
+# at k = 1, 5, 10 (full: 5 seeds, n = 2,048 samples a side, 2,000 and 5,000 steps). Each part records
+# its own command.
+SWEEP = {
+    "small": {
+        "m_eq_n": dict(ns=[50, 100, 200, 400, 800, 1600], trials=10, eps=0.25),
+        "vary_m": dict(ns=[25, 50, 100, 200, 400], trials=6, eps=0.25, fixed=800),
+        "vary_n": dict(ns=[25, 50, 100, 200, 400], trials=6, eps=0.25, fixed=800),
+        "neural": dict(seeds=[0, 1, 2], steps=600, n=512),
+        "neural_2000": dict(seeds=[0, 1, 2], steps=2000, n=512),
+    },
+    "full": {
+        "m_eq_n": dict(ns=[50, 100, 200, 400, 800, 1600, 3200, 6400], trials=20, eps=0.1),
+        "vary_m": dict(ns=[25, 50, 100, 200, 400, 800], trials=20, eps=0.1, fixed=3200),
+        "vary_n": dict(ns=[25, 50, 100, 200, 400, 800], trials=20, eps=0.1, fixed=3200),
+        "neural": dict(seeds=[0, 1, 2, 3, 4], steps=2000, n=2048),
+        "neural_5000": dict(seeds=[0, 1, 2, 3, 4], steps=5000, n=2048),
+    },
+}
+
+
+def run_part(part: str, cfg: dict, seed: int = 0, device=None) -> dict:
+    """One entry of ``SWEEP[scale]``: a statistical sweep (``m_eq_n``, ``vary_m``, ``vary_n``) or a
+    neural k-sweep (``neural*``). Seeds, sizes and steps are bounded by ``runtime.cap`` under
+    ``NEURIPS25_SMOKE=1``."""
+    from .runtime import cap
+
+    if part.startswith("neural"):
+        seeds = cfg["seeds"][: cap(len(cfg["seeds"]), 1)]
+        n = cap(cfg["n"], 256)  # samples per side, bounded under NEURIPS25_SMOKE=1
+        res = {"runs": [neural_k_sweep(seed=s, steps=cfg["steps"], n=n, n_eval=min(500, n), device=device)
+                        for s in seeds]}
+        res["command"] = (f"python -m neurips25.sinkhorn_bridge --part neural --seeds {' '.join(map(str, seeds))}"
+                          f" --steps {cfg['steps']}" + (f" --n {cfg['n']}" if cfg["n"] != 512 else ""))
+        return res
+    ns = cfg["ns"][: cap(len(cfg["ns"]))]
+    ms = None
+    if part == "vary_m":
+        ms, ns = ns, [cfg["fixed"]] * len(ns)
+    elif part == "vary_n":
+        ms = [cfg["fixed"]] * len(ns)
+    res = statistical_sweep(ns, cap(cfg["trials"]), eps=cfg["eps"], seed=seed, ms=ms, device=device)
+    sizes = ms if part == "vary_m" else ns
+    cmd = (f"python -m neurips25.sinkhorn_bridge --part {part} --ns {' '.join(map(str, sizes))}"
+           f" --trials {cfg['trials']} --eps {cfg['eps']} --seed {seed}")
+    res["command"] = cmd + (f" --fixed {cfg['fixed']}" if part in ("vary_m", "vary_n") else "")
+    return res
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     import argparse
     import json
 
-    from .results import load_results, results_dir, save_results
+    from .results import add_scale_arguments, load_results, results_path, save_results
+    from .runtime import device as pick_device
 
-    p = argparse.ArgumentParser(description="Sweeps of the Sinkhorn-bridge chapter (stored results).")
-    p.add_argument("--part", choices=["m_eq_n", "vary_m", "vary_n", "neural", "all"], default="all",
-                   help="neural with --steps other than 600 is stored as neural_<steps>")
-    p.add_argument("--ns", type=int, nargs="+", default=[50, 100, 200, 400, 800, 1600],
-                   help="sizes of the m = n sweep, or of the varying side")
-    p.add_argument("--fixed", type=int, default=800, help="size of the fixed side (vary_m, vary_n)")
-    p.add_argument("--trials", type=int, default=10)
-    p.add_argument("--eps", type=float, default=0.25)
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="neural part")
-    p.add_argument("--steps", type=int, default=600, help="neural part")
+    p = argparse.ArgumentParser(description="Sweeps of the Sinkhorn-bridge chapter (stored results). "
+                                "Settings: SWEEP[--scale]; the flags below override them.")
+    add_scale_arguments(p)
+    p.add_argument("--part", default="all",
+                   help=f"all, or one of the parts of SWEEP (small: {', '.join(SWEEP['small'])}; "
+                        f"full: {', '.join(SWEEP['full'])}); a neural part with --steps is stored as "
+                        "neural_<steps> unless its steps are the scale's default")
+    p.add_argument("--ns", type=int, nargs="+", help="sizes of the m = n sweep, or of the varying side")
+    p.add_argument("--fixed", type=int, help="size of the fixed side (vary_m, vary_n)")
+    p.add_argument("--trials", type=int)
+    p.add_argument("--eps", type=float)
+    p.add_argument("--seeds", type=int, nargs="+", help="neural part")
+    p.add_argument("--steps", type=int, help="neural part")
+    p.add_argument("--n", type=int, help="neural part: samples per side")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
-    path = results_dir() / "sinkhorn_bridge.json"
-    data = load_results("sinkhorn_bridge")["data"] if path.exists() else {}
-    parts = ["m_eq_n", "vary_m", "vary_n", "neural"] if a.part == "all" else [a.part]
+    sweep = SWEEP[a.scale]
+    parts = list(sweep) if a.part == "all" else [a.part]
+    path = a.out if a.out is not None else results_path("sinkhorn_bridge", a.scale)
+    data = load_results("sinkhorn_bridge", path=path)["data"] if path.exists() else {}
+    dev = pick_device()
     for part in parts:
-        cmd = f"python -m neurips25.sinkhorn_bridge --part {part}"
-        if part == "neural":
-            cmd += f" --seeds {' '.join(map(str, a.seeds))} --steps {a.steps}"
-            res = {"runs": [neural_k_sweep(seed=s, steps=a.steps) for s in a.seeds]}
-            part = "neural" if a.steps == 600 else f"neural_{a.steps}"
-        else:
-            cmd += f" --ns {' '.join(map(str, a.ns))} --trials {a.trials} --eps {a.eps} --seed {a.seed}"
-            ms = None
-            ns = list(a.ns)
-            if part == "vary_m":
-                cmd += f" --fixed {a.fixed}"
-                ms, ns = ns, [a.fixed] * len(ns)
-            elif part == "vary_n":
-                cmd += f" --fixed {a.fixed}"
-                ms = [a.fixed] * len(ns)
-            res = statistical_sweep(ns, a.trials, eps=a.eps, seed=a.seed, ms=ms)
-        res["command"] = cmd
+        base = "neural" if part.startswith("neural") else part
+        if base not in ("m_eq_n", "vary_m", "vary_n", "neural"):
+            raise SystemExit(f"--part must be all or one of {sorted(sweep)}, got {part!r}")
+        cfg = dict(sweep.get(part, sweep[next(k for k in sweep if k.startswith(base))]))
+        over = {"ns": a.ns, "fixed": a.fixed, "trials": a.trials, "eps": a.eps, "seeds": a.seeds,
+                "steps": a.steps, "n": a.n}
+        cfg.update({k: v for k, v in over.items() if v is not None and k in cfg})
+        res = run_part(base, cfg, a.seed, dev)
+        if base == "neural" and part == "neural" and a.steps is not None and a.steps != sweep["neural"]["steps"]:
+            part = f"neural_{a.steps}"
         data[part] = res
         print(part, json.dumps(res)[:300], flush=True)
-    full = "python -m neurips25.sinkhorn_bridge --part all (each part records its own command)"
-    print(save_results("sinkhorn_bridge", data, full, a.seed))
+    full = f"python -m neurips25.sinkhorn_bridge --scale {a.scale} --part all (each part records its own command)"
+    print(save_results("sinkhorn_bridge", data, full, a.seed, path=a.out, scale=a.scale))
 
 
 if __name__ == "__main__":
