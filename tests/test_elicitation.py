@@ -179,6 +179,13 @@ def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint):
 
     model, tok = pretrained(str(gpt2_style_checkpoint))
     assert tok.pad_token_id != 0
+    # a BPE that merges symbols still gives one token per symbol (equal prompt lengths)
+    from neurips25.lm import build_tokenizer
+
+    bpe = build_tokenizer("bpe", [p for p, _ in E.majority_pairs(200, seed=5)] + list("1234"), vocab_size=300)
+    assert len(bpe("aabba", add_special_tokens=False)["input_ids"]) < 5
+    X, _ = E.encode_pairs(bpe, E.majority_pairs(8, marker="#", seed=0))
+    assert X.shape == (8, 11)
     data = E.make_data(tok, n_train=16, n_val=16, n_test=16)
     assert data["X_train"].shape[0] == 16 and data["choices"].shape == (4,)
     assert int(data["X_train"].max()) < len(tok)

@@ -83,11 +83,25 @@ def task_tokenizer():
     return build_tokenizer("char", [LETTERS + DIGITS + "".join(MARKERS)])
 
 
+def _symbol_ids(tok, text: str) -> list[int]:
+    """One token per symbol: the text's ids when the tokenizer already gives one per character (the
+    task's char tokenizer), else each character encoded on its own — a real checkpoint's BPE would
+    merge runs like ``"aab"`` and give prompts of unequal lengths."""
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    if len(ids) == len(text):
+        return list(ids)
+    ids = [tok(ch, add_special_tokens=False)["input_ids"] for ch in text]
+    if any(len(i) != 1 for i in ids):
+        raise ValueError("the tokenizer must have a single token for each symbol of the task")
+    return [i[0] for i in ids]
+
+
 def encode_pairs(tok, pairs) -> tuple[torch.Tensor, torch.Tensor]:
     """Equal-length prompts -> ``(X, y)``: ``X`` = BOS + prompt ids ``(N, T)``, ``y`` = answer ids ``(N,)``."""
     if not pairs:
         raise ValueError("pairs must be a non-empty list of (prompt, answer)")
-    ids = [[tok.bos_token_id] + tok(p, add_special_tokens=False)["input_ids"] for p, _ in pairs]
+    bos = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+    ids = [[bos] + _symbol_ids(tok, p) for p, _ in pairs]
     if len({len(i) for i in ids}) != 1:
         raise ValueError("all prompts must have the same length (use one `length` in majority_pairs)")
     y = [tok(a, add_special_tokens=False)["input_ids"] for _, a in pairs]
