@@ -94,8 +94,8 @@ def pretrained(name: str, *, dtype: torch.dtype | str | None = None, device: str
 
     The one-line swap for Colab users with internet (and ideally a GPU): every ``neurips25.lm``
     helper takes the returned pair in place of ``tiny_model(...)`` / ``build_tokenizer(...)``.
-    It downloads from the Hugging Face Hub, so it is never called in the tests or stored notebooks
-    (offline builds set ``HF_HUB_OFFLINE=1``). Small causal LMs that fit a free Colab GPU:
+    A Hub id downloads, so the stored notebooks never pass one (offline builds set
+    ``HF_HUB_OFFLINE=1``); the tests load a tiny GPT-2-style folder written by ``save_pretrained``. Small causal LMs that fit a free Colab GPU:
     ``"gpt2"``, ``"HuggingFaceTB/SmolLM2-135M"``, ``"Qwen/Qwen2.5-0.5B"``.
 
     A missing pad token is set to EOS (common for decoder-only checkpoints).
