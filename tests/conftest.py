@@ -15,7 +15,7 @@ def pytest_configure(config):
 import pytest  # noqa: E402
 
 
-def save_gpt2_style_checkpoint(path):
+def save_gpt2_style_checkpoint(path, n_positions: int = 64):
     """Save a tiny GPT-2-style checkpoint the way a real one is laid out: byte-level vocabulary with
     id 0 a real token ("!"), ``<|endoftext|>`` last, pad = eos (as GPT-2 and Qwen tokenizers have),
     written with ``save_pretrained``. Returns the folder, loadable by ``neurips25.lm.pretrained``."""
@@ -30,7 +30,7 @@ def save_gpt2_style_checkpoint(path):
     tok = PreTrainedTokenizerFast(tokenizer_object=tk, eos_token="<|endoftext|>", bos_token="<|endoftext|>",
                                   clean_up_tokenization_spaces=False)
     eos = tok.eos_token_id
-    cfg = GPT2Config(vocab_size=len(vocab), n_positions=64, n_embd=32, n_layer=2, n_head=2,
+    cfg = GPT2Config(vocab_size=len(vocab), n_positions=n_positions, n_embd=32, n_layer=2, n_head=2,
                      bos_token_id=eos, eos_token_id=eos)
     import torch
 
@@ -44,6 +44,13 @@ def save_gpt2_style_checkpoint(path):
 def gpt2_style_checkpoint(tmp_path_factory):
     """A folder holding a tiny GPT-2-style checkpoint (see :func:`save_gpt2_style_checkpoint`)."""
     return save_gpt2_style_checkpoint(tmp_path_factory.mktemp("gpt2-style"))
+
+
+@pytest.fixture(scope="session")
+def gpt2_style_checkpoint_384(tmp_path_factory):
+    """The same checkpoint with 384 positions, for chapters whose examples (reasoning chains, teaser
+    scripts: ~300 bytes) do not fit 64; a real GPT-2 has 1024. Vocabulary, tokenizer, pad = eos unchanged."""
+    return save_gpt2_style_checkpoint(tmp_path_factory.mktemp("gpt2-style-384"), n_positions=384)
 
 
 def _devices() -> list[str]:

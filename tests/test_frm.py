@@ -176,25 +176,12 @@ def test_choose_tau_rule():
         frm.choose_tau(y, answers, scores, group, [0.1], max_acc_drop=1.5)
 
 
-def _widen_context(model, n_positions: int):
-    """The fixture's 64-position table cannot hold one of the chapter's chains (~320 bytes with the
-    prompt); a real GPT-2 has 1024 positions. Only the position table grows: the vocabulary, the
-    tokenizer and pad = eos (not id 0) stay as the checkpoint has them."""
-    old = model.transformer.wpe
-    new = torch.nn.Embedding(n_positions, old.embedding_dim)
-    with torch.no_grad():
-        new.weight[: old.num_embeddings] = old.weight
-    model.transformer.wpe = new
-    model.config.n_positions = n_positions
-    return model
-
-
-def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint, any_device):
+def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint_384, gpt2_style_checkpoint,
+                                                        any_device):
     from neurips25.lm import pretrained
 
-    model, tok = pretrained(str(gpt2_style_checkpoint))
+    model, tok = pretrained(str(gpt2_style_checkpoint_384))
     assert tok.pad_token_id != 0 and tok.pad_token_id == tok.eos_token_id
-    model = _widen_context(model, 384)
     cfg = dict(n_train=32, n_val=40, n_test=60, K=2, lm_steps=2, lm_lr=1e-3, max_new_tokens=12, n_source=64,
                frm_epochs=1, taus=(0.8, 0.2))
     r = frm.run_experiment(cfg, seed=0, generator=(model, tok), device=any_device)

@@ -133,28 +133,16 @@ def test_invalid_inputs_raise(docs):
         R.parse_placeholders(3)
 
 
-def _widen_context(model, n_positions: int):
-    """A teaser script is ~260 bytes; the fixture's byte-level GPT-2 has 64 positions (a real GPT-2
-    has 1024). Only the position table grows; vocabulary, tokenizer and pad = eos stay."""
-    old = model.transformer.wpe
-    new = torch.nn.Embedding(n_positions, old.embedding_dim)
-    with torch.no_grad():
-        new.weight[: old.num_embeddings] = old.weight
-    model.transformer.wpe = new
-    model.config.n_positions = n_positions
-    return model
-
-
-def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint, any_device):
+def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint_384, any_device):
     """Stage 1 from a real-style checkpoint (byte-level, pad = eos not id 0, no <quote> token), then
     stage 2 on its scripts, on ``any_device``."""
     from neurips25.lm import pretrained
 
-    model, tok = pretrained(str(gpt2_style_checkpoint))
+    model, tok = pretrained(str(gpt2_style_checkpoint_384))
     assert tok.pad_token_id != 0 and R.QUOTE not in tok.get_vocab()
     n_vocab = len(tok)
     train, test = R.make_split(3, 2, n_segments=8, seed=0)
-    sm = R.ScriptModel(train, n_examples=2, steps=2, batch_size=4, generator=(_widen_context(model, 384), tok),
+    sm = R.ScriptModel(train, n_examples=2, steps=2, batch_size=4, generator=(model, tok),
                        device=any_device).fit()
     assert len(tok) == n_vocab + 1 and sm.quote_id == n_vocab
     assert sm.model.get_input_embeddings().num_embeddings >= len(tok)
