@@ -8,18 +8,15 @@ cannot reproduce a claim, so the one error a cell may end in is an ``AssertionEr
 notebook's own code (a claim's check); any other error, or an assertion inside the package, fails
 (the same rule as ``.ci/execute.py --scale full`` on a GPU).
 
-Run with ``make test-full`` (part of ``make test``). Nothing is written: claims are not recorded
-and the executed notebooks stay in memory.
+Run with ``make test-full`` (part of ``make test``). Notebooks run through ``.ci/execute.py``'s
+``execute`` (as on a GPU); claims are not recorded and the executed copies go to a temporary folder.
 """
 from __future__ import annotations
 
 import importlib.util
-import time
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[2]
 NB_DIR = ROOT / "notebooks"
@@ -32,16 +29,12 @@ _spec.loader.exec_module(ci_execute)
 
 
 @pytest.mark.parametrize("slug", SLUGS)
-def test_full_config_runs_under_smoke(slug, monkeypatch):
+def test_full_config_runs_under_smoke(slug, monkeypatch, tmp_path):
     monkeypatch.setenv("NEURIPS25_SCALE", "full")
     monkeypatch.setenv("NEURIPS25_SMOKE", "1")
     monkeypatch.delenv("NEURIPS25_RECORD_CLAIMS", raising=False)
-    nb = nbformat.read(NB_DIR / f"{slug}.ipynb", as_version=4)
-    client = NotebookClient(nb, timeout=BUDGET_S, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(NB_DIR)}})
-    t0 = time.perf_counter()
-    client.execute()
-    secs = time.perf_counter() - t0
+    secs, nb = ci_execute.execute(NB_DIR / f"{slug}.ipynb", tmp_path, allow_claim_failures=True,
+                                  timeout=BUDGET_S)
     _, errors = ci_execute.cell_errors(nb)
     assert not errors, f"{slug}: full config under NEURIPS25_SMOKE=1 failed:\n" + "\n\n".join(
         f"cell {i}: {msg}\n{tb}" for i, msg, tb in errors)
