@@ -72,11 +72,18 @@ def test_results_scale_paths_and_cli_options(tmp_path, monkeypatch):
     monkeypatch.setenv("NEURIPS25_RESULTS", str(tmp_path))
     assert results.results_path("demo") == tmp_path / "demo.json"
     assert results.results_path("demo", "full") == tmp_path / "demo.full.json"
+    monkeypatch.setenv("NEURIPS25_SCALE", "full")
+    assert results.sweep_scale("demo") == "small"  # no full sweep yet: the book's is read
+    monkeypatch.setenv("NEURIPS25_SCALE", "small")
     with pytest.raises(ValueError, match="scale must be one of"):
         results.results_path("demo", "huge")
     path = results.save_results("demo", {"x": 1}, "c", 0, scale="full")
     payload = results.load_results("demo", scale="full")
     assert path.name == "demo.full.json" and payload["scale"] == "full" and "smoke" not in payload
+    assert results.sweep_scale("demo") == "small"
+    monkeypatch.setenv("NEURIPS25_SCALE", "full")
+    assert results.sweep_scale("demo") == "full"
+    monkeypatch.setenv("NEURIPS25_SCALE", "small")
     monkeypatch.setenv("NEURIPS25_SMOKE", "1")
     assert results.load_results("demo", path=results.save_results("demo", {}, "c", 0))["smoke"] is True
     with pytest.raises(FileNotFoundError, match="--scale full"):

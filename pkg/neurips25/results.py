@@ -17,7 +17,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["results_dir", "results_path", "claims_path", "add_scale_arguments", "save_results", "load_results", "STATUSES", "Claim", "Claims", "claim_status",
+__all__ = ["results_dir", "results_path", "sweep_scale", "claims_path", "add_scale_arguments", "save_results", "load_results", "STATUSES", "Claim", "Claims", "claim_status",
            "load_all_claims", "tally", "tally_sentence"]
 
 _SLUG = re.compile(r"^[a-z0-9_]+$")
@@ -52,6 +52,15 @@ def results_path(slug: str, scale: str = "small") -> Path:
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
     return results_dir() / (f"{slug}.json" if scale == "small" else f"{slug}.{scale}.json")
+
+
+def sweep_scale(slug: str) -> str:
+    """The scale of the stored sweep a notebook reads: the running scale's when that sweep exists
+    (``<slug>.full.json`` after ``python -m neurips25.<slug> --scale full``), else the book's ``small``."""
+    from .runtime import scale
+
+    s = scale()
+    return s if results_path(slug, s).exists() else "small"
 
 
 def add_scale_arguments(parser) -> None:
