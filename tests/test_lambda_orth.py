@@ -14,14 +14,17 @@ from neurips25.lambda_orth import (
     OrthogonalMap,
     backfill_order,
     backfilling_curve,
+    defect_pull,
     downstream_tradeoff,
     lambda_orth_reg,
     match_dims,
     normalize_by_mean_norm,
+    orthogonal_procrustes,
     orthogonality_defect,
     retrieval_metrics,
     supcon_loss,
 )
+from neurips25.lambda_orth import gate_equilibrium as lo_gate
 from neurips25.runtime import make_trainer, seed_everything
 
 
@@ -315,3 +318,58 @@ def test_adapters_and_retrieval_on_any_device(any_device):
     assert torch.equal(backfill_order(h_old.to(any_device), y).cpu(), backfill_order(h_old, y))
     W = torch.randn(6, 6, generator=g, dtype=torch.float64).to(any_device)
     assert orthogonality_defect(W).device.type == lambda_orth_reg(W, 1.0).device.type == any_device.type
+
+
+# --- the gate law, the task's pull, the best rotation ---------------------------------------------
+
+def test_gate_equilibrium_balances_the_gate_slope():
+    for lam, alpha, pull in ((1.0, 10.0, 0.1), (2.0, 100.0, 0.05), (12.0, 10.0, 5.0)):
+        d = lo_gate(lam, alpha, pull)
+        s = 1.0 / (1.0 + math.exp(-alpha * (d - lam)))
+        assert s + alpha * s * (1 - s) * d == pytest.approx(pull, rel=1e-6)
+        assert d < lam + 2.0 / alpha
+        # small pulls: the closed-form approximation λ − ln(αλ/g)/α
+        if pull < 0.2:
+            assert d == pytest.approx(lam - math.log(alpha * lam / pull) / alpha, abs=0.05)
+    # a sharper gate or a stronger pull moves the defect towards λ
+    assert lo_gate(1.0, 10.0, 0.1) < lo_gate(1.0, 100.0, 0.1) < 1.0
+    assert lo_gate(1.0, 10.0, 0.1) < lo_gate(1.0, 10.0, 1.0)
+    # past the gate's peak slope the defect breaks through; no pull keeps W orthogonal
+    assert lo_gate(1.0, 10.0, 5.0) == math.inf
+    assert lo_gate(1.0, 10.0, 0.0) == 0.0
+    with pytest.raises(ValueError, match="alpha"):
+        lo_gate(1.0, 0.0, 0.1)
+    with pytest.raises(ValueError, match="lam"):
+        lo_gate(math.inf, 10.0, 0.1)
+
+
+def test_defect_pull_predicts_the_trained_defect(any_device):
+    # a trained B_λ sits where its task's pull meets the gate: the gate law recovers its defect
+    g = torch.Generator().manual_seed(0)
+    h_new = torch.randn(256, 6, generator=g, dtype=torch.float64)
+    h_old = h_new @ torch.diag(torch.tensor([1.6, 1.4, 1.0, 1.0, 0.7, 0.6], dtype=torch.float64))
+    y = torch.arange(256) % 4
+    seed_everything(0)
+    ad = CompatibleAdapters(6, backward="affine", lam=0.5, alpha=10.0, w_c=0.0, lr=1e-2).to(any_device)
+    opt = ad.configure_optimizers()
+    h_old, h_new, y = h_old.to(any_device), h_new.to(any_device), y.to(any_device)
+    for _ in range(600):
+        loss = ad.losses(h_old, h_new, y)["loss"]
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    pull = defect_pull(ad, h_old, h_new, y)
+    assert pull > 0  # the task wants more distortion than the gate allows
+    assert ad.defect() < 0.5
+    assert lo_gate(0.5, 10.0, pull) == pytest.approx(ad.defect(), abs=0.02)
+    with pytest.raises(ValueError, match="affine"):
+        defect_pull(CompatibleAdapters(6, backward="orthogonal"), h_old.cpu(), h_new.cpu(), y.cpu())
+
+
+def test_orthogonal_procrustes_recovers_a_rotation():
+    Q = _random_orthogonal(5, seed=3)
+    h = torch.randn(100, 5, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    R = orthogonal_procrustes(h, h @ Q.T)
+    assert torch.allclose(R, Q, atol=1e-10)
+    with pytest.raises(ValueError, match="same shape"):
+        orthogonal_procrustes(h, h[:, :4])

@@ -31,6 +31,9 @@ from .runtime import lightning_module
 __all__ = [
     "orthogonality_defect",
     "lambda_orth_reg",
+    "gate_equilibrium",
+    "defect_pull",
+    "orthogonal_procrustes",
     "match_dims",
     "normalize_by_mean_norm",
     "EmbeddingClassifier",
@@ -84,6 +87,67 @@ def lambda_orth_reg(W: torch.Tensor, lam: float, alpha: float = 10.0) -> torch.T
     if math.isinf(lam):
         return defect * 0.0
     return torch.sigmoid(alpha * (defect - lam)) * defect
+
+
+def gate_equilibrium(lam: float, alpha: float, pull: float) -> float:
+    """Where the learned defect settles when a task pull meets the gate (the *gate law*).
+
+    The task loss pulls the defect δ upwards with a force ``pull`` = −∂L_task/∂δ (per unit of δ,
+    along the gradient of δ); ``L_λ`` pushes back with ``dL_λ/dδ = σ + ασ(1−σ)δ``, σ = σ(α(δ−λ)).
+    Their balance ``σ + ασ(1−σ)δ = pull`` on the rising side of the gate gives the equilibrium
+    (≈ ``λ − ln(αλ/pull)/α`` when the pull is small), found by bisection on ``[0, δ_peak]`` with
+    δ_peak the top of the gate's slope. A pull above that peak breaks through the gate (returns inf);
+    a pull below the slope at δ = 0 keeps W orthogonal (returns 0).
+    """
+    lam, alpha, pull = float(lam), float(alpha), float(pull)
+    if not (math.isfinite(lam) and lam >= 0):
+        raise ValueError(f"lam must be finite and >= 0, got {lam}")
+    if not alpha > 0:
+        raise ValueError(f"alpha must be > 0, got {alpha}")
+    if math.isnan(pull):
+        raise ValueError("pull must not be NaN")
+
+    def slope(d: float) -> float:
+        s = 1.0 / (1.0 + math.exp(-alpha * (d - lam)))
+        return s + alpha * s * (1.0 - s) * d
+
+    grid = np.linspace(0.0, lam + 10.0 / alpha, 4001)
+    peak = float(grid[int(np.argmax([slope(d) for d in grid]))])
+    if pull <= slope(0.0):
+        return 0.0
+    if pull >= slope(peak):
+        return math.inf
+    lo, hi = 0.0, peak  # slope is increasing on [0, peak]
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if slope(mid) < pull else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def defect_pull(adapters: CompatibleAdapters, h_old: torch.Tensor, h_new: torch.Tensor,
+                y: torch.Tensor) -> float:
+    """The task's pull on the orthogonality defect of a trained ``B_λ``: ``−⟨∇_W L_task, ∇_W δ⟩ / ‖∇_W δ‖²``
+    on the full batch ``(h_old, h_new, y)``, with ``L_task = w1 L_F + w2 L_B + w3 L_C`` (everything but
+    ``L_λ``). Positive: the task would like a larger defect. Compare with :func:`gate_equilibrium`."""
+    if adapters.hparams.backward != "affine":
+        raise ValueError(f"defect_pull needs an affine backward map, got {adapters.hparams.backward!r}")
+    W = adapters.B.weight
+    with torch.enable_grad():
+        out = adapters.losses(h_old, h_new, y)
+        (g_task,) = torch.autograd.grad(out["loss"] - out["L_lambda"], W)
+        (g_def,) = torch.autograd.grad(orthogonality_defect(W, eps=1e-12), W)
+    return -float((g_task * g_def).sum() / (g_def * g_def).sum().clamp_min(1e-30))
+
+
+def orthogonal_procrustes(h_src: torch.Tensor, h_dst: torch.Tensor) -> torch.Tensor:
+    """The orthogonal R minimizing ``‖h_src Rᵀ − h_dst‖_F`` (closed form ``R = U Vᵀ`` from the SVD of
+    ``h_dstᵀ h_src``): the best strict B⊥ for ``L_B`` alone, a yardstick for the trained one."""
+    _check_features(h_src, "h_src"), _check_features(h_dst, "h_dst")
+    if h_src.shape != h_dst.shape:
+        raise ValueError(f"h_src and h_dst must have the same shape, got {tuple(h_src.shape)} and "
+                         f"{tuple(h_dst.shape)}")
+    U, _, Vt = torch.linalg.svd(h_dst.double().T @ h_src.double())
+    return U @ Vt
 
 
 # --- features ----------------------------------------------------------------------------------
