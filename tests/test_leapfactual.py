@@ -142,6 +142,19 @@ def test_smoke_digits_pipeline(any_device):
                                  n_inject=1, steps=4)
     assert x_ce.shape == (8, 64) and z_ce.shape == (8, 4) and yf.shape == (8,)
     assert x_ce.device.type == dev.type and torch.isfinite(x_ce).all()
+    # soft conditioning (Table 2 protocol): a flow on f's probabilities, every blending leap runs
+    cfm_s = CECFM(4, 3, (32, 32))
+    make_trainer(2, accelerator=dev.type).fit(
+        cfm_s, DataLoader(TensorDataset(Z.cpu(), f(X).softmax(1).cpu()), batch_size=32))
+    cfm_s = cfm_s.to(dev).eval()
+    proba = lambda x: f(x.to(dev)).softmax(1)
+    xs_ce, zs_ce, ys_f, path = leapfactual(X[:8], proba, target, cfm_s.velocity, vae.encode, vae.decode,
+                                           n_blend=3, steps=4, soft=True, return_path=True)
+    assert len(path) == 4 and zs_ce.device.type == dev.type and torch.isfinite(xs_ce).all()
+    assert torch.equal(ys_f.cpu(), f(xs_ce).argmax(1).cpu())
+    with pytest.raises(ValueError, match="probabilities"):
+        leapfactual(X[:8], black_box, target, cfm_s.velocity, vae.encode, vae.decode, n_blend=1, steps=2,
+                    soft=True)  # logits are not probabilities
     x_cgm = cgm_swap(X[:8], black_box, target, cfm.velocity, vae.encode, vae.decode, steps=4)[0]
     x_opt = opt_counterfactual(X[:8], f, target, vae.encode, vae.decode, max_steps=5)[0]
     assert x_opt.device.type == dev.type

@@ -26,7 +26,7 @@ from .nn import MLP
 from .runtime import lightning_module
 
 __all__ = [
-    "odeint", "trunc_normal_mean", "SquaresToy", "leap", "leapfactual", "query", "cgm_swap",
+    "odeint", "trunc_normal_mean", "SquaresToy", "leap", "leapfactual", "query", "query_proba", "cgm_swap",
     "opt_counterfactual", "VAE", "CECFM", "fit_classifier", "counterfactual_metrics",
     "retrain_with_counterfactuals",
 ]
@@ -150,15 +150,28 @@ def _flow_classes(velocity) -> int | None:
     return len(centres) if centres is not None else None
 
 
+def _check_condition(y, n: int, name: str, n_classes: int | None, like: torch.Tensor) -> torch.Tensor:
+    """Labels (B,) or, for soft conditioning, class probabilities (B, K) (rows ≥ 0 summing to 1)."""
+    if torch.is_tensor(y) and y.ndim == 2 and y.is_floating_point():
+        if y.shape[0] != n or (n_classes is not None and y.shape[1] != n_classes):
+            raise ValueError(f"{name} as probabilities must have shape ({n}, {n_classes or 'K'}), "
+                             f"got {tuple(y.shape)}")
+        if (y < 0).any() or not torch.allclose(y.sum(1), torch.ones_like(y[:, 0]), atol=1e-4):
+            raise ValueError(f"{name} as probabilities must have non-negative rows summing to 1")
+        return y.to(like)
+    return _check_labels(y, n, name, n_classes).to(like.device)
+
+
 def leap(velocity: Velocity, z: torch.Tensor, y_c, y_t, gamma_lift: float = 1.0, gamma_land: float = 1.0,
          steps: int = 32, method: str = "rk4") -> torch.Tensor:
     """Algorithm 1. Lift: dz/dτ = γ_lift v(z, τ, y_c) from τ = 1 to 0; Land: dz/dτ = γ_land v(z, τ, y_t)
-    from τ = 0 to 1. With γ = 1 and an exact flow this swaps the class and keeps everything else."""
+    from τ = 0 to 1. With γ = 1 and an exact flow this swaps the class and keeps everything else.
+    ``y_c``/``y_t`` are labels (B,) or class probabilities (B, K) for a flow trained on soft labels."""
     if not torch.is_tensor(z) or z.ndim != 2:
         raise ValueError(f"z must be a (B, d) tensor, got {type(z).__name__} {getattr(z, 'shape', '')}")
     k = _flow_classes(velocity)
-    y_c = _check_labels(y_c, len(z), "y_c", k).to(z.device)
-    y_t = _check_labels(y_t, len(z), "y_t", k).to(z.device)
+    y_c = _check_condition(y_c, len(z), "y_c", k, z)
+    y_t = _check_condition(y_t, len(z), "y_t", k, z)
     for name, g in (("gamma_lift", gamma_lift), ("gamma_land", gamma_land)):
         if not g > 0:
             raise ValueError(f"{name} must be positive, got {g}")
@@ -180,16 +193,37 @@ def query(classifier: Callable, x: torch.Tensor) -> torch.Tensor:
     return out.long()
 
 
+def query_proba(classifier: Callable, x: torch.Tensor) -> torch.Tensor:
+    """Ask a black box for class probabilities (B, K) (rows ≥ 0 summing to 1), e.g. a softmax or
+    scikit-learn's ``predict_proba``; like ``query`` it gets a detached CPU tensor."""
+    with torch.no_grad():
+        out = classifier(x.detach().cpu())
+    out = out.detach().cpu().float() if torch.is_tensor(out) else torch.as_tensor(np.asarray(out)).float()
+    if out.shape[:1] != (len(x),) or out.ndim != 2:
+        raise ValueError(f"classifier must return (B, K) probabilities for soft=True, got shape {tuple(out.shape)}")
+    if (out < 0).any() or not torch.allclose(out.sum(1), torch.ones(len(x)), atol=1e-4):
+        raise ValueError("classifier must return probabilities (rows ≥ 0 summing to 1) for soft=True; "
+                         "wrap logits in a softmax")
+    return out
+
+
 def leapfactual(x: torch.Tensor, classifier: Callable, target, velocity: Velocity,
                 encode: Callable | None = None, decode: Callable | None = None, n_blend: int = 20,
                 gamma_blend: float = 0.1, n_inject: int = 0, gamma_inject: tuple[float, float] = (1.0, 1.025),
-                steps: int = 32, n_classes: int | None = None, return_path: bool = False):
+                steps: int = 32, n_classes: int | None = None, return_path: bool = False, soft: bool = False):
     """Algorithm 2. z = g⁻¹(x), y_c = f(g(z)); blending: up to ``n_blend`` leaps with γ_lift = γ_land =
     ``gamma_blend`` from y_c to the target, re-querying f after each (a sample whose y_c already equals
     the target would leap onto itself, so it is skipped); injection (LeapFactual_R): ``n_inject`` leaps
     with (γ_lift, γ_land) = ``gamma_inject``. ``target`` must be labels in [0, ``n_classes``) (by default
     the flow's own class count, where its owner records one). Returns (x_CE, z_CE, y_final)
-    [, list of z per leap]."""
+    [, list of z per leap].
+
+    ``soft=True`` is the official Morpho-MNIST protocol behind the paper's Table 2: the flow is trained
+    on f's class *probabilities*, the classifier must return probabilities (``query_proba``), each lift
+    is conditioned on them and each land on the one-hot target, and all ``n_blend`` leaps run. Lift and
+    land then cancel only where f is *certain* of the target, so blending carries z into the region
+    where f is confident — the target class's interior — instead of stopping just past f's boundary
+    as it does with hard labels."""
     if not torch.is_tensor(x) or x.ndim != 2:
         raise ValueError(f"x must be a (B, D) tensor, got {type(x).__name__} {getattr(x, 'shape', '')}")
     if not callable(classifier):
@@ -202,6 +236,9 @@ def leapfactual(x: torch.Tensor, classifier: Callable, target, velocity: Velocit
             raise ValueError(f"{name} must be a non-negative int, got {n!r}")
     encode = encode or (lambda u: u)
     decode = decode or (lambda u: u)
+    if soft:
+        return _leapfactual_soft(x, classifier, target, velocity, encode, decode, n_blend, gamma_blend,
+                                 n_inject, gamma_inject, steps, return_path)
     with torch.no_grad():
         z = encode(x)
         # The black box answers on the CPU (``query``); its labels move to z's device once per leap.
@@ -221,6 +258,22 @@ def leapfactual(x: torch.Tensor, classifier: Callable, target, velocity: Velocit
             y_c = query(classifier, decode(z)).to(z.device)
             path.append(z.clone())
         out = (decode(z), z, y_c)
+    return (*out, path) if return_path else out
+
+
+def _leapfactual_soft(x, classifier, target, velocity, encode, decode, n_blend, gamma_blend, n_inject,
+                      gamma_inject, steps, return_path):
+    with torch.no_grad():
+        z = encode(x)
+        p = query_proba(classifier, decode(z)).to(z)
+        onehot = F.one_hot(target.to(z.device), p.shape[1]).to(z)
+        path = [z.clone()]
+        for i in range(n_blend + n_inject):
+            g_lift, g_land = (gamma_blend, gamma_blend) if i < n_blend else gamma_inject
+            z = leap(velocity, z, p, onehot, g_lift, g_land, steps)
+            p = query_proba(classifier, decode(z)).to(z)
+            path.append(z.clone())
+        out = (decode(z), z, p.argmax(1))
     return (*out, path) if return_path else out
 
 
@@ -304,7 +357,8 @@ class CECFM(lightning_module()):
     def forward(self, z: torch.Tensor, t, c: torch.Tensor) -> torch.Tensor:
         t = torch.as_tensor(t, dtype=z.dtype, device=z.device).expand(len(z), 1) if not torch.is_tensor(t) \
             or t.ndim == 0 else t.reshape(-1, 1).to(z)
-        onehot = F.one_hot(c.long(), self.hparams.n_classes).to(z)
+        # c: labels (B,) → one-hot, or class probabilities (B, K) used as they are (soft conditioning)
+        onehot = c.to(z) if c.ndim == 2 else F.one_hot(c.long(), self.hparams.n_classes).to(z)
         return self.net(torch.cat([z, onehot, t], dim=1))
 
     def velocity(self, z: torch.Tensor, t: float, c: torch.Tensor) -> torch.Tensor:
