@@ -7,11 +7,13 @@ import torch
 
 from neurips25.guitar import (
     GUITAR,
+    MFEAT_VIEW_NAMES,
     apmc,
     check_views,
     clustering_accuracy,
     clustering_scores,
     knn_cosine_graph,
+    mfeat_digits,
     missing_masks,
     multiview_digits,
     normalized_laplacian,
@@ -179,3 +181,28 @@ def test_separable_toy_is_clustered_perfectly_and_converges(any_device):
     assert h["residual_X"][-1] < 1e-4 and h["residual_Z"][-1] < 1e-4
     assert all(np.isfinite(h["objective"]))
     assert clustering_accuracy(y, apmc(views, M, 3)) == 1.0
+
+
+def test_mfeat_views_are_six_finite_deterministic_feature_sets():
+    views, y = mfeat_digits(40, seed=3)
+    again, y2 = mfeat_digits(40, seed=3)
+    assert len(views) == len(MFEAT_VIEW_NAMES) == 6
+    assert [X.shape[1] for X in views] == [24, 58, 32, 16, 36, 6]
+    assert all(X.shape[0] == 40 and np.isfinite(X).all() for X in views)
+    assert all(np.array_equal(a, b) for a, b in zip(views, again)) and np.array_equal(y, y2)
+    holes = views[5][:, 0]
+    assert holes.min() >= 0 and (holes[y == 8] >= holes[y == 1].max()).mean() > 0.5  # 8s have holes, 1s none
+    with pytest.raises(ValueError, match="n must be"):
+        mfeat_digits(5)
+
+
+def test_apmc_falls_back_to_near_complete_anchors():
+    views, _ = mfeat_digits(120, seed=0)
+    M = missing_masks(120, 6, 0.5, seed=0)
+    assert M.all(1).sum() < 10  # too few complete samples to anchor 10 clusters
+    labels = apmc(views, M, 10)
+    assert labels.shape == (120,) and len(np.unique(labels)) == 10
+    one_view = np.zeros((120, 6), dtype=bool)
+    one_view[np.arange(120), np.arange(120) % 6] = True  # no sample seen twice: nothing can anchor
+    with pytest.raises(ValueError, match="anchors"):
+        apmc(views, one_view, 10)

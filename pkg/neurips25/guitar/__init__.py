@@ -6,10 +6,12 @@
 """
 from .baselines import apmc, concat_kmeans, normalise_views, single_view_kmeans
 from .data import (
+    MFEAT_VIEW_NAMES,
     VIEW_NAMES,
     check_views,
     clustering_accuracy,
     clustering_scores,
+    mfeat_digits,
     missing_masks,
     multiview_digits,
     nmi,
@@ -19,11 +21,14 @@ from .experiments import (
     ABLATIONS,
     BASELINES,
     CONFIRM_METHODS,
+    DATASETS,
     DEFAULTS,
-    L2_LAM1,
+    HALF_ONLY,
     METHODS,
+    TUNING,
     run_grid,
     run_method,
+    tune,
 )
 from .solver import GUITAR, knn_cosine_graph, normalized_laplacian, preprocess, spectral_labels
 from .tensor import (
@@ -40,8 +45,8 @@ from .tensor import (
 
 __all__ = [
     "apmc", "concat_kmeans", "normalise_views", "single_view_kmeans",
-    "ABLATIONS", "BASELINES", "CONFIRM_METHODS", "DEFAULTS", "L2_LAM1", "METHODS", "run_grid", "run_method",
-    "VIEW_NAMES", "check_views", "clustering_accuracy", "clustering_scores", "missing_masks",
+    "ABLATIONS", "BASELINES", "CONFIRM_METHODS", "DATASETS", "DEFAULTS", "HALF_ONLY", "METHODS", "TUNING",
+    "run_grid", "run_method", "tune", "MFEAT_VIEW_NAMES", "mfeat_digits", "VIEW_NAMES", "check_views", "clustering_accuracy", "clustering_scores", "missing_masks",
     "multiview_digits", "nmi", "purity", "GUITAR", "knn_cosine_graph", "normalized_laplacian",
     "preprocess", "spectral_labels", "RANK_SURROGATES", "rank_surrogate", "rank_surrogate_grad", "shrink",
     "t_product", "t_svd", "t_transpose", "tensor_prox", "tensor_rank_penalty",

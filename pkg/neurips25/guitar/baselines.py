@@ -50,28 +50,36 @@ def apmc(views, masks, n_clusters: int, seed: int = 0, n_neighbors: int = 5) -> 
 
     The samples observed in *every* view are the anchors, shared by all views. Each view builds an
     anchor graph ``Z_v (n, k)`` on its observed samples (Gaussian kernel on the ``n_neighbors``
-    nearest anchors, rows summing to one; missing rows zero). The graphs are fused by averaging over
-    the views each sample has, ``Z = sum_v Z_v / #views(i)``, and clustered spectrally on the
-    anchor-graph affinity ``S = Z Lambda^{-1} Z^T`` via the SVD of ``Z Lambda^{-1/2}``.
+    nearest anchors it observes, rows summing to one; missing rows zero). The graphs are fused by
+    averaging over the views each sample has, ``Z = sum_v Z_v / #views(i)``, and clustered spectrally
+    on the anchor-graph affinity ``S = Z Lambda^{-1} Z^T`` via the SVD of ``Z Lambda^{-1/2}``.
+
+    APMC was designed for two views, where paired samples are plentiful. With many views and a high
+    missing rate few samples are complete (six views at rate 0.5: ~1.6%); when fewer than
+    ``n_clusters`` are, the anchors are the samples observed in the most views that still number at
+    least ``n_clusters`` (e.g. all views but one), and each view links only to the anchors it observes.
     """
     Xs = normalise_views(views, masks)
     masks = np.asarray(masks)
-    anchors = np.flatnonzero(masks.all(1))
-    if len(anchors) < n_clusters:
-        raise ValueError(f"APMC needs at least n_clusters={n_clusters} complete samples as anchors, "
-                         f"got {len(anchors)}")
-    r = min(n_neighbors, len(anchors))
+    n_obs = masks.sum(1)
+    need = next((a for a in range(masks.shape[1], 0, -1) if (n_obs >= a).sum() >= n_clusters), None)
+    if need is None or need < 2:
+        raise ValueError(f"APMC needs at least n_clusters={n_clusters} samples observed in two or more views "
+                         "to serve as anchors")
+    anchors = np.flatnonzero(n_obs >= need)
     Z = np.zeros((len(masks), len(anchors)))
     for v, X in enumerate(Xs):
         obs = np.flatnonzero(masks[:, v])
-        D = ((X[obs, None, :] - X[None, anchors, :]) ** 2).sum(-1)
+        cols = np.flatnonzero(masks[anchors, v])  # the anchors this view observes
+        r = min(n_neighbors, len(cols))
+        D = ((X[obs, None, :] - X[None, anchors[cols], :]) ** 2).sum(-1)
         nn = np.argsort(D, axis=1)[:, :r]
         Dn = np.take_along_axis(D, nn, 1)
         sigma2 = Dn.mean() + 1e-12  # one bandwidth per view: mean squared distance to the r anchors
         W = np.exp(-(Dn - Dn[:, :1]) / sigma2)  # shift by the nearest distance for stability
-        Zv = np.zeros((len(obs), len(anchors)))
+        Zv = np.zeros((len(obs), len(cols)))
         np.put_along_axis(Zv, nn, W / W.sum(1, keepdims=True), 1)
-        Z[obs] += Zv
-    Z /= masks.sum(1, keepdims=True)
+        Z[np.ix_(obs, cols)] += Zv
+    Z /= n_obs[:, None]
     lam = Z.sum(0)
     return spectral_labels(Z / np.sqrt(np.clip(lam, 1e-12, None)), n_clusters, seed)
