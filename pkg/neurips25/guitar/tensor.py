@@ -94,7 +94,8 @@ def rank_surrogate(sigma: torch.Tensor, kind: str = "hp_ldelta", delta: float = 
 
     nuclear: ``sigma``; ldelta: ``(1+delta) sigma / (delta + sigma)``;
     hp_ldelta (high-preservation): ``(1+delta) tanh(sigma) / (delta + tanh(sigma))``.
-    Both l-delta forms tend to the rank (count of non-zero sigma) as delta -> 0 and saturate at 1+delta.
+    Both l-delta forms tend to the rank (count of non-zero sigma) as delta -> 0; ldelta saturates at
+    1+delta, hp_ldelta at 1 (tanh -> 1), and much sooner.
     """
     _check_kind(kind, delta)
     if kind == "nuclear":
