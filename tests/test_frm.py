@@ -137,9 +137,17 @@ def test_weak_labels_noise_rate_and_source_domain_is_disjoint():
     steps, y = frm.source_steps(4000, seed=0)
     w = frm.weak_labels(y, 0.25, seed=0)
     assert abs((w != y).mean() - 0.25) < 0.02
+    # symmetric: each class is flipped at the noise rate, even with the seed that drew the labels
+    # (an unsalted stream replays source_steps' uniforms and flips biased steps only)
+    for k in (0, 1):
+        assert abs((w != y)[y == k].mean() - 0.25) < 0.03, k
     assert not any(frm.is_biased_step(s) or "group" in s for s in steps)
     with pytest.raises(ValueError, match="noise"):
         frm.weak_labels(y, 0.5)
+    o = frm.one_sided_labels(y, 0.25, seed=0)  # the ablation: same share flipped, biased steps only
+    assert abs((o != y).mean() - 0.25) < 0.02 and (o[y == 0] == 0).all()
+    with pytest.raises(ValueError, match="noise"):
+        frm.one_sided_labels(y, 0.45)
     chains, yc = frm.source_chains(steps, y, seed=0)
     assert len(chains) == len(yc) and 0.3 < yc.mean() < 0.7
 
