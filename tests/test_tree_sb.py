@@ -188,3 +188,29 @@ def test_ema_tracks_weights():
         assert torch.allclose(pe, 0.5 * b + 0.5 * p)
     with pytest.raises(ValueError, match="ema_decay"):
         TreeBridgeMatching(3, tree.edges, tree.lengths, tree.observed, 0.3, dim=1, ema_decay=1.0)
+
+
+def test_sweep_and_ablation_settings_are_valid():
+    import inspect
+
+    from neurips25.tree_sb.experiment import ABLATION, CONFIGS, SWEEP, run_gaussian
+
+    params = set(inspect.signature(run_gaussian).parameters)
+    for cfg in SWEEP.values():
+        assert set(cfg["configs"]) <= set(CONFIGS)
+        assert set(cfg) - {"configs", "seeds"} <= params
+    assert set(ABLATION["configs"]) <= set(CONFIGS)
+    for change in ABLATION["variants"].values():
+        assert set({**ABLATION["base"], **change}) <= params
+
+
+def test_run_ablation_smoke(any_device):
+    from neurips25.tree_sb.experiment import run_ablation
+
+    tiny = dict(configs=["star_d2_equal"], seed=0,
+                base=dict(n_iter=1, steps=2, n=64, batch_size=32, hidden=[8], lr=5e-3, ema_decay=0.99),
+                variants={"base": {}, "EMA 0.9": dict(ema_decay=0.9)})
+    out = run_ablation(device=any_device, ablation=tiny)
+    assert list(out) == ["star_d2_equal"] and list(out["star_d2_equal"]) == ["base", "EMA 0.9"]
+    r = out["star_d2_equal"]["EMA 0.9"]
+    assert len(r["uvp"]) == 1 and np.isfinite(r["uvp"][0]).all()
