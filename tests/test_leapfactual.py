@@ -178,3 +178,12 @@ def test_retrain_with_counterfactuals_baseline_labels_and_validation():
         retrain_with_counterfactuals(X, y, torch.zeros(3, 5), torch.zeros(3, dtype=torch.long), X, y)
     with pytest.raises(ValueError, match="y_ce"):
         retrain_with_counterfactuals(X, y, torch.zeros(3, 2), torch.zeros(4, dtype=torch.long), X, y)
+
+
+def test_table3_run_validates_and_sweep_settings_match_the_notebook():
+    from neurips25.leapfactual import SWEEP, table3_run
+
+    with pytest.raises(ValueError, match="weak_frac"):
+        table3_run(0, 1.5, SWEEP["small"])
+    assert 0.1 in SWEEP["small"]["weak_fracs"] and SWEEP["small"]["seeds"] == (0, 1, 2)
+    assert set(SWEEP["small"]) == set(SWEEP["full"])
