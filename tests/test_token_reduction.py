@@ -127,6 +127,16 @@ def test_prop31_hf_energy_never_increases(method):
         assert (after <= before + 1e-5).all()
 
 
+def test_sized_hf_energy_is_that_of_the_unmerged_map():
+    # weighting tokens by their sizes = broadcasting each merged token back onto its patches
+    x, attn, state = _inputs(B=2, seed=3)
+    x2, s2 = _reduce("tome", x, attn, state, 6)
+    unmerged = s2.src.transpose(1, 2) @ x2            # (B, 1+N, d): each patch gets its token
+    sized = hf_energy(x2, s2.valid, weight=s2.size)
+    assert torch.allclose(sized, hf_energy(unmerged), atol=1e-5)
+    assert torch.allclose(hf_energy(x2, s2.valid, weight=s2.valid), hf_energy(x2, s2.valid))
+
+
 def test_high_pass_removes_mean():
     x = torch.randn(2, 5, 3)
     assert torch.allclose(high_pass(x).mean(-2), torch.zeros(2, 3), atol=1e-6)

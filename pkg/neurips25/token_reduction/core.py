@@ -26,11 +26,21 @@ def high_pass(X: torch.Tensor, weight: torch.Tensor | None = None) -> torch.Tens
     return (X - mu) * (w > 0)
 
 
-def hf_energy(X: torch.Tensor, valid: torch.Tensor | None = None, relative: bool = True) -> torch.Tensor:
-    """``||H_f[X]||_F`` per sample (or ``/ ||X||_F`` when ``relative``) over the ``valid`` tokens."""
-    m = torch.ones(X.shape[:-1], dtype=X.dtype, device=X.device) if valid is None else valid.to(X.dtype)
-    hf = high_pass(X, m).flatten(-2).norm(dim=-1)
-    return hf / (X * m.unsqueeze(-1)).flatten(-2).norm(dim=-1).clamp_min(1e-12) if relative else hf
+def hf_energy(X: torch.Tensor, valid: torch.Tensor | None = None, relative: bool = True,
+              weight: torch.Tensor | None = None) -> torch.Tensor:
+    """``||H_f[X]||_F`` per sample (or ``/ ||X||_F`` when ``relative``) over the ``valid`` tokens.
+
+    ``weight`` (..., n): count token ``i`` ``weight_i`` times (mean and norms weighted). With the
+    token sizes it is the energy of the *unmerged* token map, in which a token that stands for ``s``
+    patches appears as ``s`` copies of itself -- so averaging tokens shows up as lost HF energy."""
+    if weight is None:
+        weight = torch.ones(X.shape[:-1], dtype=X.dtype, device=X.device) if valid is None else valid
+    w = weight.to(X.dtype)
+    if valid is not None:
+        w = w * valid.to(X.dtype)
+    r = w.clamp_min(0.0).sqrt().unsqueeze(-1)
+    hf = (high_pass(X, w) * r).flatten(-2).norm(dim=-1)
+    return hf / (X * r).flatten(-2).norm(dim=-1).clamp_min(1e-12) if relative else hf
 
 
 # --- token bookkeeping ----------------------------------------------------------------------------

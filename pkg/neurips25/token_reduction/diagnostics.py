@@ -89,12 +89,15 @@ def hf_lf_partition(model: TinyViT, image: torch.Tensor, layer: int, keep_ratio:
 
 
 @torch.no_grad()
-def hf_energy_per_layer(model: TinyViT, X: torch.Tensor, plan: ReductionPlan | None = None) -> torch.Tensor:
+def hf_energy_per_layer(model: TinyViT, X: torch.Tensor, plan: ReductionPlan | None = None,
+                        sized: bool = False) -> torch.Tensor:
     """Mean relative high-frequency energy ``||H_f[X_l]||_F / ||X_l||_F`` of each block's output tokens
-    (the valid ones) -- the rank-collapse curve (Sec. 3.1)."""
+    (the valid ones) -- the rank-collapse curve (Sec. 3.1). ``sized=True`` weights each token by the
+    number of patches it stands for, i.e. measures the unmerged token map (see :func:`hf_energy`)."""
     model.eval()
     _, traces = model(_to_model(model, X), plan, trace=True)
-    return torch.stack([hf_energy(t.x_out, t.state_out.valid).mean() for t in traces])
+    return torch.stack([hf_energy(t.x_out, t.state_out.valid, weight=t.state_out.size if sized else None).mean()
+                        for t in traces])
 
 
 @torch.no_grad()

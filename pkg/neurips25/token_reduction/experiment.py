@@ -15,7 +15,12 @@ VARIANTS = {
     "ours": dict(method="ours"), "ours (abs)": dict(method="ours", score="abs"),
     "ours (w=2)": dict(method="ours", window=2), "EViT": dict(method="evit"), "ToMe": dict(method="tome"),
     "random": dict(method="random"), "keep LF": dict(method="keep_lf"),
+    "ours (log-size)": dict(method="ours", proportional=True),
 }
+
+#: A second schedule, spaced like the paper's blocks 4/7/10 of 12 (every other block instead of three
+#: in a row): training-free accuracy of these variants at ``ft_keep`` only (a diagnostic).
+ALT_LAYERS, ALT_VARIANTS = (1, 3, 5), ("ours", "EViT", "ToMe", "keep LF")
 
 #: The seed sweep behind ``notebooks/results/token_reduction.json`` (``small``: exactly the settings of
 #: the stored sweep) and ``token_reduction.full.json`` (``full``, for a GPU). The paper fine-tunes DeiT/ViT
@@ -57,10 +62,17 @@ def _run_experiment(seed, epochs, ft_epochs, layers, keep_ratios, ft_keep, ft_ke
                 continue
             out["acc"].setdefault(name, {})[str(kr)] = acc
             out["macs"].setdefault(name, {})[str(kr)] = measure_macs(model, plan)
+    out["acc_alt_layers"] = {
+        name: evaluate(model, X, y, ReductionPlan(keep_ratio=ft_keep, layers=ALT_LAYERS, **VARIANTS[name]))
+        for name in ALT_VARIANTS}
+    out["macs_alt_layers"] = measure_macs(model, ReductionPlan(keep_ratio=ft_keep, layers=ALT_LAYERS))
     out["hf_energy"]["no reduction"] = hf_energy_per_layer(model, X).tolist()
+    out["hf_energy_sized"] = {"no reduction": out["hf_energy"]["no reduction"]}
+    out["hf_energy_ft"] = {}
     for name in ("ours", "EViT", "ToMe", "random", "keep LF"):
         plan = ReductionPlan(keep_ratio=ft_keep, layers=tuple(layers), **VARIANTS[name])
         out["hf_energy"][name] = hf_energy_per_layer(model, X, plan).tolist()
+        out["hf_energy_sized"][name] = hf_energy_per_layer(model, X, plan, sized=True).tolist()
     cos, ctl = dc_cosine_stats(model, X), dc_cosine_stats(model, X, control=True, seed=seed)
     out["cosine"] = {"lf": cos["lf"].tolist(), "hf": cos["hf"].tolist(),
                      "control_lf": ctl["lf"].tolist(), "control_hf": ctl["hf"].tolist()}
@@ -70,9 +82,11 @@ def _run_experiment(seed, epochs, ft_epochs, layers, keep_ratios, ft_keep, ft_ke
             kw = dict(VARIANTS[name])
             plan = ReductionPlan(keep_ratio=kr, layers=tuple(layers),
                                  reweight=kw["method"] in ("ours", "keep_lf"), **kw)
-            acc = evaluate(fine_tune(model, plan, ft_epochs, seed), X, y, plan)
+            tuned = fine_tune(model, plan, ft_epochs, seed)
+            acc = evaluate(tuned, X, y, plan)
             if kr == ft_keep:
                 out["finetuned"][name] = acc
+                out["hf_energy_ft"][name] = hf_energy_per_layer(tuned, X, plan, sized=True).tolist()
             if kr in ft_keeps:
                 out["finetuned_curve"].setdefault(name, {})[str(kr)] = acc
     out["ft_keep"] = ft_keep
