@@ -38,7 +38,10 @@ def run_experiment(seed: int = 0, epochs: int = 7, ft_epochs: int = 2, layers=(1
                    keep_ratios=(0.5, 0.6, 0.7, 0.85), ft_keep: float = 0.7, ft_keeps=None,
                    ft_variants=("ours", "ToMe", "EViT", "keep LF", "random")) -> dict:
     """Train the tiny ViT, then: training-free accuracy and MACs of every variant per keep ratio,
-    LF/HF-to-DC cosines (with a random-partition control), HF energy per layer (at ``ft_keep``), and
+    training-free accuracy at ``ft_keep`` with the paper-spaced schedule ``ALT_LAYERS``
+    (``acc_alt_layers``), LF/HF-to-DC cosines (with a random-partition control), HF energy per layer
+    at ``ft_keep`` per token (``hf_energy``) and on the unmerged map (``hf_energy_sized``; after
+    fine-tuning: ``hf_energy_ft``), and
     accuracy after ``ft_epochs`` of fine-tuning with self-distillation (``omega1, omega2`` for ours
     and keep-LF) at ``ft_keep`` -- and, in ``finetuned_curve``, at every ratio of ``ft_keeps``.
     Runs on one CPU thread (see :func:`single_thread`) so that its numbers do not depend on the machine's
