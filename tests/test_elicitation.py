@@ -157,8 +157,23 @@ def test_exact_p_training_and_mdl_run_on_the_given_device(setup, any_device):
     assert 0 <= E.accuracy(net, X, y, choices) <= 1
     assert net.n_changed() == net.n_effective() <= 40
     r = E.prequential_mdl(model.to(any_device), X, y, choices, block=16, steps_per_block=1, lr=1e-3)
+    r_lora = E.prequential_mdl(model, X, y, choices, p=20, block=16, steps_per_block=1, lr=0.1)
     model.to("cpu")
     assert len(r["per_block"]) == 2 and r["bits"] > 0
+    assert len(r_lora["per_block"]) == 2 and r_lora["bits"] > 0
+
+
+def test_mdl_code_pays_for_the_chosen_rate(setup):
+    tok, model, X, y, choices = setup
+    runs = [dict(lr=lr, **E.prequential_mdl(model, X, y, choices, p=30, block=8, steps_per_block=1, lr=lr))
+            for lr in (0.01, 0.1, 1.0)]
+    best = min(runs, key=lambda r: r["bits"])
+    code = E.mdl_code(runs)
+    assert code["lr"] == best["lr"] and code["n_rates"] == 3
+    assert code["bits"] == pytest.approx(best["bits"] + np.log2(3))
+    assert code["bits_per_example"] == pytest.approx(code["bits"] / len(y))
+    with pytest.raises(ValueError, match="non-empty"):
+        E.mdl_code([])
 
 
 def test_smoke_caps_the_sweep(setup, monkeypatch):
@@ -193,7 +208,7 @@ def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint):
     assert 0 <= rec["test"] <= 1 and rec["n_changed"] == rec["n_effective"] <= 10
     r = E.prequential_mdl(model, data["X_train"], data["y_train"], data["choices"], block=8, steps_per_block=1)
     assert len(r["per_block"]) == 2 and r["uniform_bits"] == pytest.approx(16 * 2.0) and r["bits"] > 0
-    out = E.run_all(tok=tok, base_models={"gpt2-style": model}, steps=1, budgets=(3, "all"), mdl_block=64,
-                    mdl_steps=1)
+    out = E.run_all(tok=tok, base_models={"gpt2-style": model}, steps=1, budgets=(3, "all"), mdl_block=32,
+                    mdl_steps=1, mdl_labels=64, mdl_budgets=(3,))
     assert set(out["pretrained"]) == {"gpt2-style"} and "random_init" not in out
     assert 0 <= out["pretrained"]["gpt2-style"]["acc0"] <= 1

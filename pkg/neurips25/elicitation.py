@@ -39,7 +39,7 @@ from neurips25.runtime import cap
 __all__ = ["LETTERS", "DIGITS", "MARKERS", "majority_pairs", "task_tokenizer", "encode_pairs", "pretrain",
            "ExactPLoRA", "select_entries", "finetune", "accuracy", "run_budget", "sweep", "frontier",
            "gap_closure", "MODELS", "fit_curve", "compare_fits", "params_for_gap", "bootstrap_params_for_gap",
-           "lr_grid", "prequential_mdl", "make_data", "SWEEP", "run_all"]
+           "lr_grid", "prequential_mdl", "mdl_code", "make_data", "SWEEP", "run_all"]
 
 LETTERS = "abcd"
 DIGITS = "1234"
@@ -235,7 +235,7 @@ def accuracy(net, X: torch.Tensor, y: torch.Tensor, choice_ids: torch.Tensor) ->
 def run_budget(model, p: int | str, lr: float, seed: int, data: dict, *, steps: int = 100, r: int = 4) -> dict:
     """One run: train budget ``p`` (an int, or ``"full"`` for full fine-tuning) and evaluate."""
     torch.manual_seed(seed)
-    net = _Full(model) if p == "full" else ExactPLoRA(model, p, r=r, seed=seed)
+    net = (_Full(model) if p == "full" else ExactPLoRA(model, p, r=r, seed=seed)).to(data["X_train"].device)
     finetune(net, data["X_train"], data["y_train"], steps=steps, lr=lr)
     out = {"p": p, "lr": lr, "seed": seed,
            "val": accuracy(net, data["X_val"], data["y_val"], data["choices"]),
@@ -400,7 +400,7 @@ def prequential_mdl(model, X: torch.Tensor, y: torch.Tensor, choices: torch.Tens
     if not isinstance(block, int) or block < 1 or block > len(y):
         raise ValueError(f"block must be an int in [1, {len(y)}], got {block!r}")
     torch.manual_seed(seed)
-    net = _Full(model) if p == "full" else ExactPLoRA(model, p, seed=seed)
+    net = (_Full(model) if p == "full" else ExactPLoRA(model, p, seed=seed)).to(X.device)
     params = [q for q in net.parameters() if q.requires_grad]
     opt = torch.optim.Adam(params, lr=lr)
     pos = (y[:, None] == choices[None]).float().argmax(1)
@@ -417,8 +417,19 @@ def prequential_mdl(model, X: torch.Tensor, y: torch.Tensor, choices: torch.Tens
             opt.step()
     per_block = torch.stack(per_block).tolist()  # one read-back, after the loop
     bits = float(sum(per_block))
-    return {"bits": bits, "bits_per_example": bits / len(y), "uniform_bits": len(y) * math.log2(len(choices)),
-            "per_block": per_block}
+    return {"bits": bits, "n": len(y), "bits_per_example": bits / len(y),
+            "uniform_bits": len(y) * math.log2(len(choices)), "per_block": per_block}
+
+
+def mdl_code(runs: list[dict]) -> dict:
+    r"""The prequential code with the learning rate chosen from a grid: the shortest of ``runs`` (one
+    ``prequential_mdl`` result per rate, each with its ``"lr"``) plus $\log_2 K$ bits to name which of
+    the ``K`` rates was used, so picking the rate is paid for inside the code (a two-part code)."""
+    if not runs:
+        raise ValueError("runs must be a non-empty list of prequential_mdl results")
+    best = min(runs, key=lambda r: r["bits"])
+    bits = best["bits"] + math.log2(len(runs))
+    return dict(best, bits=bits, bits_per_example=bits / best["n"], n_rates=len(runs))
 
 
 # ----------------------------------------------------------------------------- the stored sweep
@@ -431,7 +442,7 @@ def make_data(tok, *, n_train: int = 128, n_val: int = 128, n_test: int = 256) -
     return data
 
 
-BUDGETS = (1, 3, 10, 30, 100, 300, 1000, "all")
+BUDGETS = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, "all")
 
 # The stored sweep's settings per scale. `small` produced notebooks/results/elicitation.json
 # (`python -m neurips25.elicitation`); `full` (`--scale full`, for a GPU or a long CPU run) moves toward
@@ -439,12 +450,14 @@ BUDGETS = (1, 3, 10, 30, 100, 300, 1000, "all")
 # (the paper: 1B/3B/8B Llama models, budgets from 1 parameter to full LoRA on a log grid, AdamW to
 # convergence, the learning rate tuned per budget, several seeds at small p). The architecture is kept,
 # so N (the LoRA entries) is the same 3,072 and the notebook's checks apply to both.
+# The prequential code (the paper's MDL, an approximation by the first-epoch online loss) is measured
+# with the same exact-p LoRA budgets as the accuracy sweep (``mdl_budgets``), over ``mdl_labels``
+# labels of the downstream task, the learning rate picked from ``lr_grid(p)`` inside the code (``mdl_code``).
 SWEEP = {
     "small": dict(models=(0, 1, 2), pretrain_steps=300, steps=40, seeds_per_budget=1, budgets=BUDGETS,
-                  mdl_block=8, mdl_steps=2, mdl_lr=3e-3),
-    "full": dict(models=(0, 1, 2, 3, 4), pretrain_steps=1000, steps=200, seeds_per_budget=3,
-                 budgets=(1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, "all"),
-                 mdl_block=8, mdl_steps=4, mdl_lr=3e-3),
+                  mdl_budgets=(100, "all"), mdl_labels=512, mdl_block=8, mdl_steps=2),
+    "full": dict(models=(0, 1, 2, 3, 4), pretrain_steps=1000, steps=200, seeds_per_budget=3, budgets=BUDGETS,
+                 mdl_budgets=(10, 100, 1000, "all"), mdl_labels=2048, mdl_block=8, mdl_steps=4),
 }
 
 
@@ -461,13 +474,27 @@ def _sweep_model(model, data, n_lora, *, steps, seeds, budgets=BUDGETS) -> dict:
     return {"acc0": acc0, "records": records}
 
 
-def run_all(*, models=(0, 1, 2), pretrain_steps: int = 300, steps: int = 40, mdl_block: int = 8,
-            mdl_steps: int = 2, mdl_lr: float = 3e-3, seeds_per_budget: int = 1, budgets=BUDGETS,
-            tok=None, base_models=None) -> dict:
+def _mdl_runs(model, X, y, choices, n_lora, *, budgets, block, steps) -> dict:
+    """Prequential codes of one model at each LoRA budget, one per rate of ``lr_grid(p)`` (capped under
+    smoke): ``{str(budget): [prequential_mdl result + "lr", ...]}``."""
+    out = {}
+    for b in budgets:
+        p = n_lora if b == "all" else b
+        lrs = lr_grid(p)
+        out[str(b)] = [dict(lr=lr, **prequential_mdl(model, X, y, choices, p=p, block=block, steps_per_block=steps,
+                                                     lr=lr)) for lr in lrs[:cap(len(lrs), 1)]]
+    return out
+
+
+def run_all(*, models=(0, 1, 2), pretrain_steps: int = 300, steps: int = 40, mdl_budgets=(100, "all"),
+            mdl_labels: int = 512, mdl_block: int = 8, mdl_steps: int = 2, seeds_per_budget: int = 1,
+            budgets=BUDGETS, tok=None, base_models=None) -> dict:
     """The chapter's stored sweep: for each pretraining seed in ``models`` a pretrained model, its
     zero-shot accuracy, the budget sweep with the per-budget learning-rate grid (subset seeds
     ``model seed + 0, 1, ...``, ``seeds_per_budget`` of them), and its prequential MDL; the same for a
-    randomly initialised model (the teaching control, same grid).
+    randomly initialised model (the teaching control, same grid). The prequential codes
+    (``out["mdl"][model][budget]``) send the first ``mdl_labels`` downstream labels (the sweep's 128
+    training labels and more from the same stream) with the exact-p LoRA budgets ``mdl_budgets``.
 
     ``tok`` and ``base_models`` (a dict ``{name: model}``) swap in other pretrained models, e.g.
     ``neurips25.lm.pretrained("gpt2")``: then ``models`` and ``pretrain_steps`` are not used.
@@ -481,8 +508,11 @@ def run_all(*, models=(0, 1, 2), pretrain_steps: int = 300, steps: int = 40, mdl
     own = tok is None
     tok = task_tokenizer() if own else tok
     data = make_data(tok)
+    X_mdl, y_mdl = encode_pairs(tok, majority_pairs(mdl_labels, marker="#", seed=100))
     out: dict = {"budgets": [str(b) for b in budgets], "steps": steps, "pretrain_steps": pretrain_steps,
-                 "pretrained": {}, "mdl": {}}
+                 "pretrained": {}, "mdl": {}, "mdl_settings": dict(budgets=[str(b) for b in mdl_budgets],
+                                                                    labels=mdl_labels, block=mdl_block,
+                                                                    steps_per_block=mdl_steps)}
     if seeds_per_budget > 1:
         out["seeds_per_budget"] = seeds_per_budget
     if own:
@@ -497,14 +527,14 @@ def run_all(*, models=(0, 1, 2), pretrain_steps: int = 300, steps: int = 40, mdl
         out["n_lora"] = n_lora
         out["pretrained"][name] = _sweep_model(base, data, n_lora, steps=steps, budgets=budgets,
                                                seeds=range(seed0, seed0 + seeds_per_budget))
-        out["mdl"][f"pretrained {name}"] = prequential_mdl(base, data["X_train"], data["y_train"], data["choices"],
-                                                           block=mdl_block, steps_per_block=mdl_steps, lr=mdl_lr)
+        out["mdl"][f"pretrained {name}"] = _mdl_runs(base, X_mdl, y_mdl, data["choices"], n_lora,
+                                                     budgets=mdl_budgets, block=mdl_block, steps=mdl_steps)
     if own:  # the teaching control: the same architecture, not pretrained
         rand = tiny_model(tok, n_layer=2, n_embd=64, n_head=4, n_positions=16, seed=0)
         out["random_init"] = _sweep_model(rand, data, out["n_lora"], steps=steps, budgets=budgets,
                                           seeds=range(seeds_per_budget))
-        out["mdl"]["random init"] = prequential_mdl(rand, data["X_train"], data["y_train"], data["choices"],
-                                                    block=mdl_block, steps_per_block=mdl_steps, lr=mdl_lr)
+        out["mdl"]["random init"] = _mdl_runs(rand, X_mdl, y_mdl, data["choices"], out["n_lora"],
+                                              budgets=mdl_budgets, block=mdl_block, steps=mdl_steps)
     return out
 
 
