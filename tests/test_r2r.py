@@ -209,3 +209,72 @@ def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint):
     assert g.llm_rate == 0.0
     assert r2r.routed_generate(slm, llm, tok, prompts, r2r.entropy_score, 0.0, max_new_tokens=6).tokens == \
         generate(llm, tok, prompts, max_new_tokens=6).tokens
+
+
+def test_labels_use_the_llm_argmax_on_sampled_paths(setup, monkeypatch):
+    """Algorithm 1: y_l is the LLM's greedy token at every prefix, also on a sampled answer (not the
+    sampled token), and y_s the SLM's."""
+    data, tok, llm, slm = setup
+    seen = {}
+    real = r2r.label_tokens
+
+    def spy(llm_, tok_, prefixes, y_s, y_l, **kw):
+        seen.update(prefixes=prefixes, y_s=y_s, y_l=y_l)
+        return real(llm_, tok_, prefixes, y_s, y_l, **kw)
+
+    monkeypatch.setattr(r2r, "label_tokens", spy)
+    prompts = [p for p, _ in data[:6]]
+    r2r.collect_router_data(llm, slm, tok, prompts, max_new_tokens=8, top_k=4, n_samples=2, temperature=2.0)
+    n = len(seen["prefixes"])
+    assert n > 20
+    with torch.no_grad():
+        for i in range(0, n, 3):
+            ids = torch.tensor([[tok.bos_token_id] + list(seen["prefixes"][i])])
+            assert seen["y_l"][i] == int(llm(input_ids=ids).logits[0, -1].argmax())
+            assert seen["y_s"][i] == int(slm(input_ids=ids).logits[0, -1].argmax())
+
+
+def test_feature_columns_and_router_score_on_a_subset(setup):
+    _, tok, _, slm = setup
+    assert r2r.feature_columns(3, 2) == list(range(8))
+    assert r2r.feature_columns(3, 2, ("logits",)) == [6, 7]
+    assert r2r.feature_columns(3, 2, ("logits", "hidden")) == [0, 1, 2, 6, 7]
+    with pytest.raises(ValueError, match="inputs"):
+        r2r.feature_columns(3, 2, ("attention",))
+    hidden, logits = torch.randn(40, 16), torch.randn(40, len(tok))
+    with torch.no_grad():
+        x = r2r.router_features(slm, hidden, logits, 4)
+    y = (torch.arange(40) % 3 == 0).float()
+    for inputs in (("logits",), ("token", "logits"), r2r.FEATURES):
+        router = r2r.train_router(x, y, epochs=1, hidden=8, n_blocks=1, dropout=0.1,
+                                  columns=r2r.feature_columns(16, 4, inputs))
+        with torch.no_grad():
+            p = torch.sigmoid(router((x - router.mu) / router.sd)).double()
+        # the score function computes only the groups it needs, with the same result
+        assert torch.allclose(r2r.router_score(router, slm, 4)(hidden, logits, None, None), p, atol=1e-6)
+    with pytest.raises(ValueError, match="columns"):
+        r2r.Router(5, columns=[7])
+
+
+def test_crossfit_router_thresholds_on_out_of_fold_scores(setup):
+    data, tok, llm, slm = setup
+    rows = r2r.collect_router_data(llm, slm, tok, [p for p, _ in data[:12]], max_new_tokens=8, top_k=4)
+    n = len(rows["label"])
+    rows["divergent"] = (torch.arange(n) % 4 == 0).float()
+    train = rows["query"] < 10
+    router, tau = r2r.crossfit_router(rows, train, k=2, epochs=1, seed=0)
+    assert isinstance(router, r2r.Router) and 0.0 <= tau <= 1.0
+    # out-of-fold: the threshold is the recall rule on scores of routers that did not see those rows
+    qs = rows["query"][train].unique()
+    perm = qs[torch.randperm(len(qs), generator=torch.Generator().manual_seed(0))]
+    oof = torch.zeros(n)
+    for part in perm.tensor_split(2):
+        held = train & torch.isin(rows["query"], part)
+        r = r2r.train_router(rows["features"][train & ~held], rows["divergent"][train & ~held], epochs=1, seed=0)
+        with torch.no_grad():
+            oof[held] = torch.sigmoid(r((rows["features"][held] - r.mu) / r.sd))
+    assert tau == pytest.approx(r2r.recall_threshold(oof[train], rows["divergent"][train], 0.95))
+    with pytest.raises(ValueError, match="k must"):
+        r2r.crossfit_router(rows, train, k=1)
+    with pytest.raises(ValueError, match="target"):
+        r2r.crossfit_router(rows, train, target="same")

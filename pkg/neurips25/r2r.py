@@ -7,10 +7,13 @@ Routing*, NeurIPS 2025 (arXiv 2505.21600). At CPU scale:
   with interchangeable step separators (``;``, ``,``, ``.``) and both operand orders for ``+``, so
   that *neutral* disagreements (different token, same reasoning) are common.
 * ``label_tokens`` / ``collect_router_data`` — the path-following labelling of Algorithm 1 with a
-  programmatic ``verify`` (it replaces the paper's 72B judge model).
-* ``Router`` — the MLP over [SLM last hidden state; embedding of the SLM token; top-k logits],
-  trained with BCE and ``pos_weight = n_neg / n_pos`` (a ``LightningModule``).
-* ``recall_threshold`` — the smallest LLM rate subject to recall(divergent) >= 0.95 on validation.
+  programmatic ``verify`` (it replaces the paper's 72B judge model); y_l is the LLM's argmax token at
+  every prefix of an LLM answer, greedy or sampled.
+* ``Router`` — the MLP over [SLM last hidden state; embedding of the SLM token; top-k logits] (or a
+  subset of these groups, ``feature_columns``), trained with BCE and ``pos_weight = n_neg / n_pos``
+  (a ``LightningModule``).
+* ``recall_threshold`` — the smallest LLM rate subject to recall(divergent) >= 0.95 on validation;
+  ``fit_router`` (one validation split) and ``crossfit_router`` (out-of-fold scores by question).
 * ``routed_generate`` — the inference loop: the SLM proposes each token; when the routing score is
   >= tau the LLM produces that token instead (no rollback). Both models keep a KV cache; the LLM
   catches up on the tokens it has not read in one parallel (prefill) call when it is needed.
@@ -29,8 +32,9 @@ from torch import nn
 
 from neurips25.lm import cache_kwarg, encode_batch, generate, output_cache
 
-__all__ = ["OPS", "SEPARATORS", "modchain", "answer_of", "is_correct", "step_values", "verify", "label_tokens",
-           "collect_router_data", "router_features", "Router", "train_router", "recall_threshold", "fit_router",
+__all__ = ["OPS", "SEPARATORS", "FEATURES", "feature_columns", "modchain", "answer_of", "is_correct", "step_values",
+           "verify", "label_tokens", "collect_router_data", "router_features", "Router", "train_router",
+           "recall_threshold", "fit_router", "crossfit_router",
            "routed_generate", "RoutedGeneration", "router_score", "entropy_score", "random_score",
            "oracle_score", "activated_params"]
 
@@ -197,13 +201,18 @@ def collect_router_data(llm, slm, tok, prompts: Sequence[str], *, max_new_tokens
     ids, mask = _right_padded([p + r for p, r in zip(p_ids, gen)], tok, _device(slm))
     out = slm(input_ids=ids, attention_mask=mask, output_hidden_states=True)
     greedy = out.logits.argmax(-1).tolist()  # one read-back, not one per token
+    # y_l = argmax P_LLM(. | S_<i) (Alg. 1, line 2): the LLM's greedy token at every prefix of the path.
+    # On a sampled path that is not always the sampled token: labelling the sampled token would mark
+    # the LLM's own sampling slips as "divergent" tokens that no SLM-side router can predict.
+    dev_l = _device(llm)
+    greedy_l = llm(input_ids=ids.to(dev_l), attention_mask=mask.to(dev_l)).logits.argmax(-1).tolist()
     prefixes, ys, yl, rows, query = [], [], [], [], []
     for r, (p, g) in enumerate(zip(p_ids, gen)):
-        for j, t in enumerate(g):
+        for j in range(len(g)):
             at = len(p) + j  # position whose output predicts response token j (BOS shifts by one)
             prefixes.append(p + g[:j])
             ys.append(greedy[r][at])
-            yl.append(t)
+            yl.append(greedy_l[r][at])
             rows.append((r, at))
             query.append(qid[r])
     labels = label_tokens(llm, tok, prefixes, ys, yl)
@@ -227,30 +236,51 @@ def router_features(slm, hidden: torch.Tensor, logits: torch.Tensor, top_k: int 
     return torch.cat([hidden, emb, logits.topk(top_k, -1).values], -1).float()
 
 
+FEATURES = ("hidden", "token", "logits")
+
+
+def feature_columns(d: int, top_k: int, inputs: Sequence[str] = FEATURES) -> list[int]:
+    """Columns of ``router_features`` that hold the feature groups ``inputs`` (any of ``FEATURES``:
+    the SLM's last hidden state, the embedding of its token, its top-k logits), in that order."""
+    inputs = tuple(inputs)
+    if not inputs or any(g not in FEATURES for g in inputs):
+        raise ValueError(f"inputs must be a non-empty subset of {FEATURES}, got {inputs!r}")
+    spans = {"hidden": range(0, d), "token": range(d, 2 * d), "logits": range(2 * d, 2 * d + top_k)}
+    return [i for g in FEATURES if g in inputs for i in spans[g]]
+
+
 def _device(model) -> torch.device:
     return next(model.parameters()).device
 
 
 class _Residual(nn.Module):
-    def __init__(self, h: int):
+    def __init__(self, h: int, dropout: float = 0.0):
         super().__init__()
-        self.net = nn.Sequential(nn.LayerNorm(h), nn.Linear(h, h), nn.GELU(), nn.Linear(h, h))
+        self.net = nn.Sequential(nn.LayerNorm(h), nn.Linear(h, h), nn.GELU(), nn.Dropout(dropout), nn.Linear(h, h))
 
     def forward(self, x):
         return x + self.net(x)
 
 
 class Router(L.LightningModule):
-    """MLP with residual blocks → one logit; BCE with ``pos_weight = n_neg / n_pos`` (Sec. 4.1)."""
+    """MLP with residual blocks → one logit; BCE with ``pos_weight = n_neg / n_pos`` (Sec. 4.1).
 
-    def __init__(self, in_dim: int, hidden: int = 64, n_blocks: int = 2, lr: float = 3e-3, pos_weight: float = 1.0):
+    ``columns`` (optional) picks the input columns the router reads (see ``feature_columns``); it is
+    always called on the full feature vector."""
+
+    def __init__(self, in_dim: int, hidden: int = 64, n_blocks: int = 2, lr: float = 3e-3, pos_weight: float = 1.0,
+                 dropout: float = 0.0, weight_decay: float = 1e-4, columns: Sequence[int] | None = None):
         super().__init__()
         self.save_hyperparameters()
-        self.net = nn.Sequential(nn.Linear(in_dim, hidden), *[_Residual(hidden) for _ in range(n_blocks)],
+        cols = list(range(in_dim)) if columns is None else [int(c) for c in columns]
+        if not cols or min(cols) < 0 or max(cols) >= in_dim:
+            raise ValueError(f"columns must be indices in [0, {in_dim}), got {columns!r}")
+        self.register_buffer("cols", torch.tensor(cols))
+        self.net = nn.Sequential(nn.Linear(len(cols), hidden), *[_Residual(hidden, dropout) for _ in range(n_blocks)],
                                  nn.LayerNorm(hidden), nn.Linear(hidden, 1))
 
     def forward(self, x):
-        return self.net(x).squeeze(-1)
+        return self.net(x[..., self.cols]).squeeze(-1)
 
     def training_step(self, batch, batch_idx):
         x, y = batch
@@ -258,12 +288,14 @@ class Router(L.LightningModule):
         return loss
 
     def configure_optimizers(self):
-        return torch.optim.AdamW(self.parameters(), lr=self.hparams.lr, weight_decay=1e-4)
+        return torch.optim.AdamW(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
 
 
 def train_router(features: torch.Tensor, target: torch.Tensor, *, epochs: int = 30, hidden: int = 64,
-                 batch_size: int = 256, lr: float = 3e-3, seed: int = 0) -> Router:
-    """Fit a ``Router`` on (features, 0/1 target) with the class-balancing ``pos_weight``."""
+                 n_blocks: int = 2, batch_size: int = 256, lr: float = 3e-3, dropout: float = 0.0, weight_decay: float = 1e-4,
+                 columns: Sequence[int] | None = None, seed: int = 0) -> Router:
+    """Fit a ``Router`` on (features, 0/1 target) with the class-balancing ``pos_weight``; ``columns``
+    restricts its inputs to some feature groups (``feature_columns``)."""
     from torch.utils.data import DataLoader, TensorDataset
 
     from neurips25.runtime import cap, make_trainer
@@ -276,7 +308,8 @@ def train_router(features: torch.Tensor, target: torch.Tensor, *, epochs: int = 
     L.seed_everything(seed, verbose=False)
     # standardise inputs once; the statistics become part of the model (a frozen first layer shift)
     mu, sd = features.mean(0), features.std(0) + 1e-6
-    router = Router(features.shape[1], hidden=hidden, lr=lr, pos_weight=(len(target) - n_pos) / n_pos)
+    router = Router(features.shape[1], hidden=hidden, n_blocks=n_blocks, lr=lr, pos_weight=(len(target) - n_pos) / n_pos,
+                    dropout=dropout, weight_decay=weight_decay, columns=columns)
     router.register_buffer("mu", mu)
     router.register_buffer("sd", sd)
     dl = DataLoader(TensorDataset((features - mu) / sd, target.float()), batch_size=batch_size, shuffle=True,
@@ -290,14 +323,25 @@ def router_score(router: Router, slm, top_k: int = 8) -> Callable:
     """Score function for ``routed_generate``: the router's probability that the SLM token is divergent.
 
     Runs in the same step as the SLM, on its outputs (one small MLP call per decoding step), on the
-    SLM's device: a copy of the router is moved there once, so nothing crosses devices per token."""
+    SLM's device: a copy of the router is moved there once, so nothing crosses devices per token.
+    Only the feature groups the router reads are computed (e.g. no embedding lookup for a router
+    on the logits alone)."""
     import copy
 
     net = copy.deepcopy(router).to(_device(slm)).eval()
+    d = slm.get_input_embeddings().embedding_dim
+    cols = net.cols.tolist()
+    groups = [g for g, (lo, hi) in zip(FEATURES, ((0, d), (d, 2 * d), (2 * d, 2 * d + top_k)))
+              if any(lo <= c < hi for c in cols)]
+    present = feature_columns(d, top_k, groups)  # full-vector columns of the groups computed below
+    where = torch.tensor([present.index(c) for c in cols], device=net.cols.device)
+    mu, sd = net.mu[net.cols], net.sd[net.cols]
 
     def score(hidden, logits, ids, mask):
-        x = (router_features(slm, hidden, logits, top_k) - net.mu) / net.sd
-        return torch.sigmoid(net(x).double())
+        parts = {"hidden": lambda: hidden, "token": lambda: slm.get_input_embeddings()(logits.argmax(-1)),
+                 "logits": lambda: logits.topk(top_k, -1).values}
+        x = torch.cat([parts[g]().float() for g in groups], -1)[:, where]
+        return torch.sigmoid(net.net((x - mu) / sd).squeeze(-1).double())
     return score
 
 
@@ -327,11 +371,12 @@ def oracle_score(llm, tok) -> Callable:
 
 
 def fit_router(rows: dict, train: torch.Tensor, val: torch.Tensor, *, target: str = "divergent",
-               recall: float = 0.95, epochs: int = 30, seed: int = 0) -> tuple[Router, float]:
+               recall: float = 0.95, epochs: int = 30, seed: int = 0, **router_kw) -> tuple[Router, float]:
     """Train a ``Router`` on the ``train`` rows of ``collect_router_data`` output and pick its
     threshold on the ``val`` rows: recall(divergent) >= ``recall`` (Sec. 4.1: the threshold is chosen
     on validation data). ``target`` is what the router learns: ``"divergent"`` (R2R) or
-    ``"different"`` (the ablation); the threshold always targets the divergent tokens."""
+    ``"different"`` (the ablation); the threshold always targets the divergent tokens. ``router_kw``
+    (``hidden``, ``dropout``, ``weight_decay``, ``columns``, ...) go to ``train_router``."""
     if target not in ("divergent", "different"):
         raise ValueError(f"target must be 'divergent' or 'different', got {target!r}")
     train, val = torch.as_tensor(train, dtype=torch.bool), torch.as_tensor(val, dtype=torch.bool)
@@ -340,10 +385,40 @@ def fit_router(rows: dict, train: torch.Tensor, val: torch.Tensor, *, target: st
         raise ValueError(f"train and val must be boolean masks of length {n}")
     if bool((train & val).any()):
         raise ValueError("train and val rows must not overlap")
-    router = train_router(rows["features"][train], rows[target][train], epochs=epochs, seed=seed)
+    router = train_router(rows["features"][train], rows[target][train], epochs=epochs, seed=seed, **router_kw)
     with torch.no_grad():
         p = torch.sigmoid(router((rows["features"][val] - router.mu) / router.sd))
     return router, recall_threshold(p, rows["divergent"][val], recall)
+
+
+def crossfit_router(rows: dict, train: torch.Tensor, *, k: int = 4, target: str = "divergent",
+                    recall: float = 0.95, epochs: int = 30, seed: int = 0, **router_kw) -> tuple[Router, float]:
+    """A ``Router`` trained on all ``train`` rows, with its threshold chosen by ``k``-fold cross-fitting
+    *by question* inside ``train``: k routers, each trained on k - 1 parts, score the rows of the part
+    they did not see, and ``recall_threshold`` is applied to these out-of-fold scores.
+
+    Every training question thus also serves as validation data (the paper tunes the threshold on a
+    large held-out set; with a few dozen questions, a single validation split holds so few divergent
+    tokens that recall 0.95 means "catch every one of them", and one hard token sets the threshold)."""
+    if target not in ("divergent", "different"):
+        raise ValueError(f"target must be 'divergent' or 'different', got {target!r}")
+    train = torch.as_tensor(train, dtype=torch.bool)
+    n = len(rows["label"])
+    if train.shape != (n,):
+        raise ValueError(f"train must be a boolean mask of length {n}")
+    qs = rows["query"][train].unique()
+    if not isinstance(k, int) or not 2 <= k <= len(qs):
+        raise ValueError(f"k must be an int in [2, number of training questions {len(qs)}], got {k!r}")
+    perm = qs[torch.randperm(len(qs), generator=torch.Generator().manual_seed(seed))]
+    oof = torch.full((n,), float("nan"))
+    for part in perm.tensor_split(k):
+        held = train & torch.isin(rows["query"], part)
+        r = train_router(rows["features"][train & ~held], rows[target][train & ~held], epochs=epochs, seed=seed,
+                         **router_kw)
+        with torch.no_grad():
+            oof[held] = torch.sigmoid(r((rows["features"][held] - r.mu) / r.sd))
+    router = train_router(rows["features"][train], rows[target][train], epochs=epochs, seed=seed, **router_kw)
+    return router, recall_threshold(oof[train], rows["divergent"][train], recall)
 
 
 def recall_threshold(scores: torch.Tensor, labels: torch.Tensor, recall: float = 0.95) -> float:
