@@ -100,6 +100,17 @@ def test_logistic_fit_recovers_known_parameters():
         E.params_for_gap(fit, 1.5, 0.95)
 
 
+def test_bootstrap_interval_with_unreachable_draws():
+    # resamples whose logistic never reaches the gap give p = inf: the upper end of the
+    # interval is then inf (an unbounded interval), never the nan of inf - inf
+    p = np.repeat(np.logspace(0, 4, 8), 2)
+    acc = E.MODELS["logistic"][0](p, 0.6, 1.5, np.log(500.0), 0.25)
+    acc = acc + np.random.default_rng(1).normal(0, 0.02, len(p))
+    with np.errstate(invalid="raise"):
+        boot = E.bootstrap_params_for_gap(p, acc, 0.25, 0.64, n_boot=40)
+    assert boot[0.9]["hi"] == np.inf and np.isfinite(boot[0.9]["lo"])
+
+
 def test_smoke_run_budget(setup):
     tok, model, X, y, choices = setup
     data = dict(X_train=X, y_train=y, X_val=X, y_val=y, X_test=X, y_test=y, choices=choices)

@@ -365,9 +365,18 @@ def bootstrap_params_for_gap(p, acc, acc0: float, ceiling: float, qs=(0.5, 0.9),
             draws[q].append(params_for_gap(f, q, ceiling))
     nan = float("nan")  # no resample could be fitted (only when a smoke run caps n_boot)
     return {q: {"p": params_for_gap(point, q, ceiling),
-                "lo": float(np.percentile(draws[q], 2.5)) if draws[q] else nan,
-                "hi": float(np.percentile(draws[q], 97.5)) if draws[q] else nan}
+                "lo": _percentile(draws[q], 2.5) if draws[q] else nan,
+                "hi": _percentile(draws[q], 97.5) if draws[q] else nan}
             for q in qs}
+
+
+def _percentile(x, q: float) -> float:
+    """``np.percentile`` (linear) of draws that may be ``inf`` (fits that never reach the gap): a
+    percentile at or next to an ``inf`` draw is ``inf``, not the ``nan`` of ``inf - inf``."""
+    x = np.asarray(x, dtype=float)
+    finite = x[np.isfinite(x)]
+    v = float(np.percentile(np.where(np.isinf(x), np.finfo(float).max, x), q))
+    return float("inf") if finite.size == 0 or v > finite.max() else v
 
 
 # ----------------------------------------------------------------------------- learning rates, MDL
