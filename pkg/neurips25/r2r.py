@@ -225,26 +225,36 @@ def collect_router_data(llm, slm, tok, prompts: Sequence[str], *, max_new_tokens
 
 
 # -------------------------------------------------------------------------------------- router
-def router_features(slm, hidden: torch.Tensor, logits: torch.Tensor, top_k: int = 8) -> torch.Tensor:
-    """[h_SLM ; E_SLM(y_s) ; top-k logits sorted] — the router's inputs (Sec. 4.1), shape (N, 2d + k)."""
+FEATURES = ("hidden", "token", "logits")
+
+
+def _check_inputs(inputs: Sequence[str]) -> tuple[str, ...]:
+    inputs = tuple(inputs)
+    if not inputs or any(g not in FEATURES for g in inputs):
+        raise ValueError(f"inputs must be a non-empty subset of {FEATURES}, got {inputs!r}")
+    return inputs
+
+
+def router_features(slm, hidden: torch.Tensor, logits: torch.Tensor, top_k: int = 8,
+                    inputs: Sequence[str] = FEATURES) -> torch.Tensor:
+    """[h_SLM ; E_SLM(y_s) ; top-k logits sorted] — the router's inputs (Sec. 4.1), shape (N, 2d + k).
+    ``inputs`` computes only some of these groups (in that order; no embedding lookup without
+    ``"token"``)."""
+    inputs = _check_inputs(inputs)
     if hidden.ndim != 2 or logits.ndim != 2 or hidden.shape[0] != logits.shape[0]:
         raise ValueError(f"hidden (N, d) and logits (N, V) must be 2-D with equal N, got {tuple(hidden.shape)}, "
                          f"{tuple(logits.shape)}")
     if not isinstance(top_k, int) or not 1 <= top_k <= logits.shape[1]:
         raise ValueError(f"top_k must be an int in [1, vocab size {logits.shape[1]}], got {top_k!r}")
-    emb = slm.get_input_embeddings()(logits.argmax(-1))
-    return torch.cat([hidden, emb, logits.topk(top_k, -1).values], -1).float()
-
-
-FEATURES = ("hidden", "token", "logits")
+    parts = {"hidden": lambda: hidden, "token": lambda: slm.get_input_embeddings()(logits.argmax(-1)),
+             "logits": lambda: logits.topk(top_k, -1).values}
+    return torch.cat([parts[g]() for g in FEATURES if g in inputs], -1).float()
 
 
 def feature_columns(d: int, top_k: int, inputs: Sequence[str] = FEATURES) -> list[int]:
     """Columns of ``router_features`` that hold the feature groups ``inputs`` (any of ``FEATURES``:
     the SLM's last hidden state, the embedding of its token, its top-k logits), in that order."""
-    inputs = tuple(inputs)
-    if not inputs or any(g not in FEATURES for g in inputs):
-        raise ValueError(f"inputs must be a non-empty subset of {FEATURES}, got {inputs!r}")
+    inputs = _check_inputs(inputs)
     spans = {"hidden": range(0, d), "token": range(d, 2 * d), "logits": range(2 * d, 2 * d + top_k)}
     return [i for g in FEATURES if g in inputs for i in spans[g]]
 
@@ -331,16 +341,13 @@ def router_score(router: Router, slm, top_k: int = 8) -> Callable:
     net = copy.deepcopy(router).to(_device(slm)).eval()
     d = slm.get_input_embeddings().embedding_dim
     cols = net.cols.tolist()
-    groups = [g for g, (lo, hi) in zip(FEATURES, ((0, d), (d, 2 * d), (2 * d, 2 * d + top_k)))
-              if any(lo <= c < hi for c in cols)]
+    groups = [g for g in FEATURES if set(feature_columns(d, top_k, [g])) & set(cols)]
     present = feature_columns(d, top_k, groups)  # full-vector columns of the groups computed below
     where = torch.tensor([present.index(c) for c in cols], device=net.cols.device)
     mu, sd = net.mu[net.cols], net.sd[net.cols]
 
     def score(hidden, logits, ids, mask):
-        parts = {"hidden": lambda: hidden, "token": lambda: slm.get_input_embeddings()(logits.argmax(-1)),
-                 "logits": lambda: logits.topk(top_k, -1).values}
-        x = torch.cat([parts[g]().float() for g in groups], -1)[:, where]
+        x = router_features(slm, hidden, logits, top_k, groups)[:, where]
         return torch.sigmoid(net.net((x - mu) / sd).squeeze(-1).double())
     return score
 
@@ -370,6 +377,17 @@ def oracle_score(llm, tok) -> Callable:
     return score
 
 
+def _check_target(target: str) -> None:
+    if target not in ("divergent", "different"):
+        raise ValueError(f"target must be 'divergent' or 'different', got {target!r}")
+
+
+@torch.no_grad()
+def _router_prob(router: Router, features: torch.Tensor) -> torch.Tensor:
+    """P(divergent) of a ``train_router`` router on raw (unstandardised) ``router_features`` rows."""
+    return torch.sigmoid(router((features - router.mu) / router.sd))
+
+
 def fit_router(rows: dict, train: torch.Tensor, val: torch.Tensor, *, target: str = "divergent",
                recall: float = 0.95, epochs: int = 30, seed: int = 0, **router_kw) -> tuple[Router, float]:
     """Train a ``Router`` on the ``train`` rows of ``collect_router_data`` output and pick its
@@ -377,8 +395,7 @@ def fit_router(rows: dict, train: torch.Tensor, val: torch.Tensor, *, target: st
     on validation data). ``target`` is what the router learns: ``"divergent"`` (R2R) or
     ``"different"`` (the ablation); the threshold always targets the divergent tokens. ``router_kw``
     (``hidden``, ``dropout``, ``weight_decay``, ``columns``, ...) go to ``train_router``."""
-    if target not in ("divergent", "different"):
-        raise ValueError(f"target must be 'divergent' or 'different', got {target!r}")
+    _check_target(target)
     train, val = torch.as_tensor(train, dtype=torch.bool), torch.as_tensor(val, dtype=torch.bool)
     n = len(rows["label"])
     if train.shape != (n,) or val.shape != (n,):
@@ -386,8 +403,7 @@ def fit_router(rows: dict, train: torch.Tensor, val: torch.Tensor, *, target: st
     if bool((train & val).any()):
         raise ValueError("train and val rows must not overlap")
     router = train_router(rows["features"][train], rows[target][train], epochs=epochs, seed=seed, **router_kw)
-    with torch.no_grad():
-        p = torch.sigmoid(router((rows["features"][val] - router.mu) / router.sd))
+    p = _router_prob(router, rows["features"][val])
     return router, recall_threshold(p, rows["divergent"][val], recall)
 
 
@@ -400,8 +416,7 @@ def crossfit_router(rows: dict, train: torch.Tensor, *, k: int = 4, target: str 
     Every training question thus also serves as validation data (the paper tunes the threshold on a
     large held-out set; with a few dozen questions, a single validation split holds so few divergent
     tokens that recall 0.95 means "catch every one of them", and one hard token sets the threshold)."""
-    if target not in ("divergent", "different"):
-        raise ValueError(f"target must be 'divergent' or 'different', got {target!r}")
+    _check_target(target)
     train = torch.as_tensor(train, dtype=torch.bool)
     n = len(rows["label"])
     if train.shape != (n,):
@@ -415,8 +430,7 @@ def crossfit_router(rows: dict, train: torch.Tensor, *, k: int = 4, target: str 
         held = train & torch.isin(rows["query"], part)
         r = train_router(rows["features"][train & ~held], rows[target][train & ~held], epochs=epochs, seed=seed,
                          **router_kw)
-        with torch.no_grad():
-            oof[held] = torch.sigmoid(r((rows["features"][held] - r.mu) / r.sd))
+        oof[held] = _router_prob(r, rows["features"][held])
     router = train_router(rows["features"][train], rows[target][train], epochs=epochs, seed=seed, **router_kw)
     return router, recall_threshold(oof[train], rows["divergent"][train], recall)
 

@@ -33,9 +33,7 @@ def hf_energy(X: torch.Tensor, valid: torch.Tensor | None = None, relative: bool
     ``weight`` (..., n): count token ``i`` ``weight_i`` times (mean and norms weighted). With the
     token sizes it is the energy of the *unmerged* token map, in which a token that stands for ``s``
     patches appears as ``s`` copies of itself -- so averaging tokens shows up as lost HF energy."""
-    if weight is None:
-        weight = torch.ones(X.shape[:-1], dtype=X.dtype, device=X.device) if valid is None else valid
-    w = weight.to(X.dtype)
+    w = torch.ones(X.shape[:-1], dtype=X.dtype, device=X.device) if weight is None else weight.to(X.dtype)
     if valid is not None:
         w = w * valid.to(X.dtype)
     r = w.clamp_min(0.0).sqrt().unsqueeze(-1)
