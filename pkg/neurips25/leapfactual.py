@@ -150,13 +150,18 @@ def _flow_classes(velocity) -> int | None:
     return len(centres) if centres is not None else None
 
 
+def _is_distribution(p: torch.Tensor) -> bool:
+    """Rows ≥ 0 summing to 1 (to 1e-4): class probabilities."""
+    return not bool((p < 0).any()) and torch.allclose(p.sum(1), torch.ones_like(p[:, 0]), atol=1e-4)
+
+
 def _check_condition(y, n: int, name: str, n_classes: int | None, like: torch.Tensor) -> torch.Tensor:
     """Labels (B,) or, for soft conditioning, class probabilities (B, K) (rows ≥ 0 summing to 1)."""
     if torch.is_tensor(y) and y.ndim == 2 and y.is_floating_point():
         if y.shape[0] != n or (n_classes is not None and y.shape[1] != n_classes):
             raise ValueError(f"{name} as probabilities must have shape ({n}, {n_classes or 'K'}), "
                              f"got {tuple(y.shape)}")
-        if (y < 0).any() or not torch.allclose(y.sum(1), torch.ones_like(y[:, 0]), atol=1e-4):
+        if not _is_distribution(y):
             raise ValueError(f"{name} as probabilities must have non-negative rows summing to 1")
         return y.to(like)
     return _check_labels(y, n, name, n_classes).to(like.device)
@@ -201,7 +206,7 @@ def query_proba(classifier: Callable, x: torch.Tensor) -> torch.Tensor:
     out = out.detach().cpu().float() if torch.is_tensor(out) else torch.as_tensor(np.asarray(out)).float()
     if out.shape[:1] != (len(x),) or out.ndim != 2:
         raise ValueError(f"classifier must return (B, K) probabilities for soft=True, got shape {tuple(out.shape)}")
-    if (out < 0).any() or not torch.allclose(out.sum(1), torch.ones(len(x)), atol=1e-4):
+    if not _is_distribution(out):
         raise ValueError("classifier must return probabilities (rows ≥ 0 summing to 1) for soft=True; "
                          "wrap logits in a softmax")
     return out
