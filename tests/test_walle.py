@@ -177,6 +177,37 @@ def test_reflexion_writes_transferable_lessons(prior):
         assert (need.get(r.thing, 0) >= r.k) if r.kind == "inv_lt" else (r.thing in near)
 
 
+def test_reflexion_reflects_on_failed_trials_with_a_bounded_memory(prior):
+    world = W.sample_world(0, 5)
+    _, refl = W.run_world(world, "reflexion", n_iters=5, seed=0, prior=prior)
+    assert 1 <= len(refl.memory) <= W.REFLEXION_MEMORY  # Shinn et al.: the last Omega reflections
+    held = {r for rules in refl.lessons.values() for r in rules}
+    assert held == {r for refl_ in refl.memory for r in refl_}
+    # a trial that reached the diamond writes no reflection
+    agent = W.Agent("reflexion", prior=prior)
+    agent.begin_episode()
+    agent.unlocked.add("collect_diamond")
+    agent.end_episode()
+    assert agent.memory == [] and agent.reflections == []
+
+
+def test_episode_runs_the_whole_budget_as_in_mars(prior):
+    world = W.sample_world(9, 5)  # a world WALL-E solves
+    full, _ = W.run_world(world, "walle", n_iters=5, seed=9, prior=prior)
+    short, _ = W.run_world(world, "walle", n_iters=5, seed=9, prior=prior, end_at_goal=True)
+    won = [e for e, st in enumerate(short) if st["success"]]
+    assert won and all(full[e]["success"] for e in won[:1])
+    e = won[0]  # same trajectory up to the diamond, then more achievements in the rest of the budget
+    assert full[e]["steps"] == short[e]["steps"] < 80 and full[e]["reward"] >= short[e]["reward"]
+    assert max(st["reward"] for st in full) > max(st["reward"] for st in short)
+    env = W.MiniMars(world, max_steps=3, end_at_goal=False)
+    env.reset()
+    for _ in range(3):
+        env.step("collect_wood")
+    with pytest.raises(RuntimeError, match="episode is over"):
+        env.step("collect_wood")
+
+
 def test_scene_graph_ablation_forgets_the_map():
     obs = {"region": 0, "neighbors": [1, 2], "near": ["wood"]}
     full, amnesic = W.SceneGraph(), W.SceneGraph(memory=False)
@@ -208,6 +239,8 @@ def test_invalid_inputs_raise_clear_errors():
         W.sample_world(0, 9)
     with pytest.raises(TypeError, match="world"):
         W.MiniMars("world")
+    with pytest.raises(TypeError, match="end_at_goal"):
+        W.MiniMars(W.sample_world(0), end_at_goal="yes")
     with pytest.raises(ValueError, match="n_iters"):
         W.run_world(W.sample_world(0), "walle", n_iters=0)
     with pytest.raises(ValueError, match="learn_every"):

@@ -29,12 +29,13 @@ from .world import (
     succeeds,
 )
 
-__all__ = ["METHODS", "SceneGraph", "Planner", "Agent", "run_episode", "run_world", "evaluate",
+__all__ = ["METHODS", "REFLEXION_MEMORY", "SceneGraph", "Planner", "Agent", "run_episode", "run_world", "evaluate",
            "fit_hypothesis_prior",
            "prediction_accuracy", "MAX_TRIES"]
 
 METHODS = ("walle", "react", "reflexion", "skill", "rules_only", "graph_only", "no_prune", "no_scene")
 MAX_TRIES = 5  # MPC re-planning rounds per step (Alg. 1)
+REFLEXION_MEMORY = 3  # reflections Reflexion keeps (Shinn et al. 2023 bound its memory to Omega = 1-3)
 _STUCK = "stuck"
 
 
@@ -95,9 +96,10 @@ class Planner:
     def __init__(self, recipe_fn, max_depth: int = 12):
         self.recipe_fn, self.max_depth = recipe_fn, max_depth
 
-    def next_action(self, obs: dict, scene: SceneGraph, goal: str = GOAL) -> str:
+    def next_action(self, obs: dict, scene: SceneGraph, goal: str = GOAL, action: str | None = None) -> str:
+        """The next step toward holding ``goal`` or, if ``action`` is given, toward doing ``action``."""
         self.inv, self.near, self.scene, self.stack = obs["inventory"], set(obs["near"]), scene, []
-        out = self._item(goal, 1, 0)
+        out = self._item(goal, 1, 0) if action is None else self._act(action, 1)
         return _STUCK if out is None else out
 
     def _item(self, item, qty, depth):
@@ -146,8 +148,9 @@ class Agent:
 
     ``walle``: MPC with the aligned world model (graph + code rules, pruned with ``limit``);
     ``rules_only`` / ``graph_only`` / ``no_prune`` / ``no_scene``: ablations; ``react``: prior only,
-    real feedback within the episode; ``reflexion``: plus verbal lessons written after each episode
-    (one hypothesis per failed action, chosen by the same learned ``prior``), kept across episodes;
+    real feedback within the episode; ``reflexion``: plus verbal reflections written after each failed
+    trial (one hypothesis per failed action, chosen by the same learned ``prior``), the last
+    ``REFLEXION_MEMORY`` of them kept across episodes;
     ``skill``: plus a library of the states in which each action succeeded, reused as preconditions.
     ``prior`` is the learned hypothesis prior (the LLM stand-in's judgement); ``None``: uninformed.
     """
@@ -161,6 +164,7 @@ class Agent:
     model: WorldModel = field(default_factory=WorldModel)
     skills: dict = field(default_factory=dict)
     lessons: dict = field(default_factory=dict)
+    memory: list = field(default_factory=list)
     reflections: list = field(default_factory=list)
 
     def __post_init__(self):
@@ -185,37 +189,47 @@ class Agent:
         self.extra: dict[str, dict] = {}  # feedback from the world model, this episode only
         self.blocked: set = set()  # (state, action) pairs that failed in this episode
         self.log: list[tuple] = []
+        self.unlocked: set[str] = set()  # achievements of this episode (actions that succeeded)
         self.start = len(self.transitions)
 
     def end_episode(self):
-        """Reflexion's self-reflection: for each action that failed in this episode, drop the lessons
-        the episode refuted (they fired on a real success) and write one new lesson, the most plausible
-        grammar hypothesis (by the learned prior) that explains the last failure and that nothing in the
-        episode contradicts. Unlike WALL-E there is no verification against all past data, no coverage
-        and no imagination step: the lesson is simply followed in the next episodes."""
+        """Alg. 2's learning step (WALL-E and its ablations), or Reflexion's self-reflection (Shinn et
+        al., 2023): after a *failed* trial (no diamond) the agent writes one reflection, for each action
+        that failed in it the most plausible grammar hypothesis (by the learned prior) that explains the
+        last failure and that nothing in the trial contradicts; the next trials follow the reflections
+        in a sliding memory of the last ``REFLEXION_MEMORY`` (Shinn et al.'s Omega, 1-3). A lesson that a
+        later success refutes is dropped. Unlike WALL-E there is no verification against all past data,
+        no coverage and no imagination step."""
         self.episode += 1
         if self.uses_mpc and self._stale:  # Alg. 2: act for an episode, then re-learn
             self.relearn()
         if self.method != "reflexion":
             return
         ep = self.transitions[self.start:]
-        prior_model = WorldModel()
-        for a in sorted({t.action for t in ep}):
-            succ = [t for t in ep if t.action == a and t.success]
-            kept = [r for r in self.lessons.get(a, []) if not any(r.fires(t.inventory, t.near) for t in succ)]
-            fails = [t for t in ep if t.action == a and not t.success]
-            if fails:
-                cands = [r for r in induce_rules([fails[-1]], prior_model) if r not in self._tried
-                         and not any(r.fires(t.inventory, t.near) for t in succ)]
+        succ: dict[str, list] = {}
+        for t in ep:
+            if t.success:
+                succ.setdefault(t.action, []).append(t)
+
+        def refuted(r):
+            return any(r.fires(t.inventory, t.near) for t in succ.get(r.action, ()))
+
+        self.memory = [[r for r in refl if not refuted(r)] for refl in self.memory]
+        if f"collect_{GOAL}" not in self.unlocked:  # a failed trial: reflect on it
+            prior_model, new = WorldModel(), []
+            for a in sorted({t.action for t in ep if not t.success}):
+                last = [t for t in ep if t.action == a and not t.success][-1]
+                cands = [r for r in induce_rules([last], prior_model) if r not in self._tried and not refuted(r)]
                 if cands:
                     best = rank_hypotheses(cands, prior_model, self.prior)[0]
                     self._tried.add(best)
-                    kept.append(best)
+                    new.append(best)
                     self.reflections.append(f"episode {self.episode}: {a} failed; next time: {best.text()}")
-            if kept:
-                self.lessons[a] = kept
-            else:
-                self.lessons.pop(a, None)
+            self.memory = (self.memory + [new])[-REFLEXION_MEMORY:] if REFLEXION_MEMORY else self.memory + [new]
+        self.lessons = {}
+        for refl in self.memory:
+            for r in refl:
+                self.lessons.setdefault(r.action, []).append(r)
 
     def _recipe(self, action):
         extra = dict(self.extra.get(action, {}))
@@ -241,13 +255,24 @@ class Agent:
         return f"move_{self.rng.choice(unvisited or obs['neighbors'])}"
 
     def choose(self, obs: dict, scene: SceneGraph) -> str:
-        """Alg. 1: propose, imagine with the world model, re-plan on predicted failure (<= MAX_TRIES)."""
+        """The task first: the diamond. Once it is held, the episode goes on (as in Mars) and the agent
+        works on the achievements it has not unlocked yet, in a fixed order; explore when stuck."""
+        targets = [None] if obs["inventory"][GOAL] == 0 else [a for a in CRAFT_ACTIONS if a not in self.unlocked]
+        for target in targets:
+            a = self._propose(obs, scene, target)
+            if a is not None:
+                return a
+        return self._explore(obs, scene)
+
+    def _propose(self, obs: dict, scene: SceneGraph, target: str | None) -> str | None:
+        """Alg. 1: propose, imagine with the world model, re-plan on predicted failure (<= MAX_TRIES).
+        ``None``: the planner is stuck on ``target`` (None: the diamond)."""
         planner = Planner(self._recipe)
         a = None
         for _ in range(MAX_TRIES):
-            a = planner.next_action(obs, scene)
+            a = planner.next_action(obs, scene, action=target)
             if a == _STUCK or _key(obs, a) in self.blocked:
-                return self._explore(obs, scene)
+                return None
             if not self.uses_mpc or a.startswith("move_"):
                 return a
             ok, feedback, suggestions = self.model.predict(obs["inventory"], obs["near"], a)
@@ -271,6 +296,8 @@ class Agent:
                        dict(obs_next["inventory"]))
         self.transitions.append(t)
         self.log.append(("real", obs["t"], action, success))
+        if success:
+            self.unlocked.add(action)
         if not success:
             self.blocked.add(_key(obs, action))
         if self.method == "skill" and success:
@@ -296,8 +323,9 @@ class Agent:
 
 
 def run_episode(agent: Agent, env: MiniMars) -> dict:
-    """One episode; returns success, reward (achievements), steps, real failures, MPC rejections."""
-    obs, done, reward = env.reset(), False, 0.0
+    """One episode; returns success, reward (achievements), steps (real steps until the diamond, the
+    whole budget if none), real failures, MPC rejections and the number of rules held."""
+    obs, done, reward, goal_step = env.reset(), False, 0.0, None
     scene = SceneGraph(memory=agent.method != "no_scene", seed=agent.seed * 1000 + agent.episode)
     scene.update(obs)
     agent.begin_episode()
@@ -307,28 +335,35 @@ def run_episode(agent: Agent, env: MiniMars) -> dict:
         agent.observe(obs, a, info["success"], nxt)
         scene.update(nxt)
         obs, reward = nxt, reward + r
+        if goal_step is None and env.inventory[GOAL] > 0:
+            goal_step = env.t
     agent.end_episode()
     log = agent.log
-    return {"success": float(env.inventory[GOAL] > 0), "reward": reward, "steps": env.t,
+    return {"success": float(goal_step is not None), "reward": reward,
+            "steps": env.max_steps if goal_step is None else goal_step,
             "real_failures": sum(1 for e in log if e[0] == "real" and not e[3]),
             "rejections": sum(1 for e in log if e[0] == "rejected"), "n_rules": len(agent.model.rules)}
 
 
 def run_world(world: World, method: str, n_iters: int = 5, limit: int | None = 5, max_steps: int = 80,
-              seed: int = 0, prior: HypothesisPrior | None = None, learn_every: str = "episode"):
+              seed: int = 0, prior: HypothesisPrior | None = None, learn_every: str = "episode",
+              end_at_goal: bool = False):
     """Alg. 2 in one world: ``n_iters`` episodes (fresh maps, same recipes), memory kept between them.
-    ``learn_every="episode"`` re-learns after each episode (Alg. 2); ``"step"`` after every misprediction."""
+    ``learn_every="episode"`` re-learns after each episode (Alg. 2); ``"step"`` after every misprediction.
+    ``end_at_goal``: end each episode at the diamond instead of running the whole budget (Mars does not)."""
     if not isinstance(n_iters, int) or n_iters < 1:
         raise ValueError(f"n_iters must be a positive int, got {n_iters!r}")
     agent = Agent(method, limit, seed, prior, learn_every)
-    stats = [run_episode(agent, MiniMars(world, episode=e, max_steps=max_steps)) for e in range(n_iters)]
+    stats = [run_episode(agent, MiniMars(world, episode=e, max_steps=max_steps, end_at_goal=end_at_goal))
+             for e in range(n_iters)]
     return stats, agent
 
 
 def fit_hypothesis_prior(world_seeds, n_iters: int = 4, n_modifications: int = 3, max_steps: int = 200,
                          rounds: int = 2) -> HypothesisPrior:
     """Learn the hypothesis prior from experience: WALL-E explores the training worlds ``world_seeds``
-    (keep them disjoint from the evaluation worlds) with a generous step budget, and
+    (keep them disjoint from the evaluation worlds) with a generous step budget (episodes end at the
+    diamond: what comes after teaches the prior little), and
     :class:`HypothesisPrior` is fitted on everything the agents lived through there. The first round
     starts *uninformed* (all hypotheses equal); each further round explores with the prior just fitted
     and refits on the new experience."""
@@ -339,7 +374,7 @@ def fit_hypothesis_prior(world_seeds, n_iters: int = 4, n_modifications: int = 3
         runs = []
         for s in world_seeds:
             _, agent = run_world(sample_world(s, n_modifications), "walle", n_iters, None, max_steps, seed=s,
-                                 prior=prior)
+                                 prior=prior, end_at_goal=True)  # the exploration a prior needs ends there
             runs.append(agent.transitions)
         prior = HypothesisPrior().fit(runs)
     return prior
@@ -363,7 +398,7 @@ def prediction_accuracy(model: WorldModel, world: World, n: int = 400, seed: int
 
 def evaluate(world_seeds, methods=("walle", "react", "reflexion", "skill"), n_iters: int = 5,
              limit: int | None = 5, n_modifications: int = 3, max_steps: int = 80,
-             prior: HypothesisPrior | None = None, learn_every: str = "episode") -> dict:
+             prior: HypothesisPrior | None = None, learn_every: str = "episode", end_at_goal: bool = False) -> dict:
     """Success and reward per (method, world, iteration); world-model accuracy on the modified actions
     after the last iteration; the final number of rules and how often a kept rule misfires on a success."""
     out = {}
@@ -372,7 +407,7 @@ def evaluate(world_seeds, methods=("walle", "react", "reflexion", "skill"), n_it
         for s in world_seeds:
             world = sample_world(s, n_modifications)
             stats, agent = run_world(world, m, n_iters, limit, max_steps, seed=s, prior=prior,
-                                     learn_every=learn_every)
+                                     learn_every=learn_every, end_at_goal=end_at_goal)
             succ.append([st["success"] for st in stats])
             rew.append([st["reward"] for st in stats])
             n_rules.append(len(agent.model.rules))

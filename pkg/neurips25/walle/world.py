@@ -181,18 +181,22 @@ class MiniMars:
 
     A fresh map per episode (``episode`` seeds it), the same recipes. ``obs`` holds the current region,
     its neighbours, what is near (resources there and stations placed there) and the inventory. Reward
-    is +1 per new achievement (first success of each crafting action, as in Crafter); the episode ends
-    when the diamond is collected or after ``max_steps`` steps. ``info["success"]`` is the success flag.
+    is +1 per new achievement (first success of each crafting action, as in Crafter); as in Mars and
+    Crafter the episode runs for the whole step budget ``max_steps`` (collecting the diamond does not
+    end it; ``end_at_goal=True`` ends it there). ``info["success"]`` is the action's success flag.
     """
 
-    def __init__(self, world: World, episode: int = 0, n_regions: int = 9, max_steps: int = 80):
+    def __init__(self, world: World, episode: int = 0, n_regions: int = 9, max_steps: int = 80,
+                 end_at_goal: bool = False):
         if not isinstance(world, World):
             raise TypeError(f"world must be a World, got {type(world).__name__}")
         if not isinstance(n_regions, int) or n_regions < 4:
             raise ValueError(f"n_regions must be an int >= 4, got {n_regions!r}")
         if not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
-        self.world, self.n_regions, self.max_steps = world, n_regions, max_steps
+        if not isinstance(end_at_goal, bool):
+            raise TypeError(f"end_at_goal must be a bool, got {type(end_at_goal).__name__}")
+        self.world, self.n_regions, self.max_steps, self.end_at_goal = world, n_regions, max_steps, end_at_goal
         rng = random.Random(world.seed * 7919 + episode)
         # a random tree over the regions plus two chords: connected, with far-away leaves
         self.adj = {k: set() for k in range(n_regions)}
@@ -230,7 +234,7 @@ class MiniMars:
 
     def step(self, action: str):
         check_action(action, self.n_regions)
-        if self.t >= self.max_steps or self.inventory[GOAL] > 0:
+        if self.done():
             raise RuntimeError("episode is over; call reset()")
         self.t += 1
         if action.startswith("move_"):
@@ -253,8 +257,11 @@ class MiniMars:
         if ok and not action.startswith("move_") and action not in self.achievements:
             self.achievements.add(action)
             reward = 1.0
-        done = self.inventory[GOAL] > 0 or self.t >= self.max_steps
-        return self.observe(), reward, done, {"success": ok}
+        return self.observe(), reward, self.done(), {"success": ok}
+
+    def done(self) -> bool:
+        """The step budget is spent (or, with ``end_at_goal``, the diamond is collected)."""
+        return self.t >= self.max_steps or (self.end_at_goal and self.inventory[GOAL] > 0)
 
 
 def _bfs(adj: dict[int, set[int]], start: int) -> dict[int, int]:
