@@ -251,9 +251,41 @@ def test_feature_columns_and_router_score_on_a_subset(setup):
         with torch.no_grad():
             p = torch.sigmoid(router((x - router.mu) / router.sd)).double()
         # the score function computes only the groups it needs, with the same result
-        assert torch.allclose(r2r.router_score(router, slm, 4)(hidden, logits, None, None), p, atol=1e-6)
+        score = r2r.router_score(router, slm, 4)
+        assert torch.allclose(score(hidden, logits, None, None), p, atol=1e-6)
+        assert score.needs_hidden == ("hidden" in inputs)
+        if not score.needs_hidden:
+            assert torch.equal(score(None, logits, None, None), score(hidden, logits, None, None))
+    with pytest.raises(ValueError, match="hidden"):
+        r2r.router_features(slm, None, logits, 4)
     with pytest.raises(ValueError, match="columns"):
         r2r.Router(5, columns=[7])
+
+
+def test_functional_mlp_is_bitwise_the_router(setup):
+    x, y = torch.randn(64, 10), (torch.arange(64) % 4 == 0).float()
+    for n_blocks in (0, 1, 2):
+        router = r2r.train_router(x, y, epochs=1, hidden=8, n_blocks=n_blocks, dropout=0.1)
+        with torch.no_grad():
+            assert torch.equal(r2r._functional_mlp(router.net)(x), router.net(x))
+
+
+def test_routed_generate_skips_hidden_states_a_score_does_not_read(setup):
+    data, tok, llm, slm = setup
+    prompts = [p for p, _ in data[:4]]
+    seen = []
+
+    def score(hidden, logits, ids, mask):
+        seen.append(hidden)
+        return r2r.entropy_score(hidden, logits)
+    with_h = r2r.routed_generate(slm, llm, tok, prompts, score, 0.3, max_new_tokens=6)
+    assert all(h is not None for h in seen)
+    seen.clear()
+    score.needs_hidden = False
+    without = r2r.routed_generate(slm, llm, tok, prompts, score, 0.3, max_new_tokens=6)
+    assert seen and all(h is None for h in seen)
+    assert without.tokens == with_h.tokens and without.from_llm == with_h.from_llm
+    assert r2r.entropy_score.needs_hidden is False and r2r.random_score(0).needs_hidden is False
 
 
 def test_crossfit_router_thresholds_on_out_of_fold_scores(setup):

@@ -239,8 +239,12 @@ def router_features(slm, hidden: torch.Tensor, logits: torch.Tensor, top_k: int 
                     inputs: Sequence[str] = FEATURES) -> torch.Tensor:
     """[h_SLM ; E_SLM(y_s) ; top-k logits sorted] — the router's inputs (Sec. 4.1), shape (N, 2d + k).
     ``inputs`` computes only some of these groups (in that order; no embedding lookup without
-    ``"token"``)."""
+    ``"token"``); without ``"hidden"``, ``hidden`` may be ``None``."""
     inputs = _check_inputs(inputs)
+    if hidden is None and "hidden" not in inputs:
+        hidden = logits[:, :0]  # not read: an empty (N, 0) stand-in for the shape check
+    if hidden is None:
+        raise ValueError("hidden must be the SLM's hidden states (N, d) when inputs include 'hidden', got None")
     if hidden.ndim != 2 or logits.ndim != 2 or hidden.shape[0] != logits.shape[0]:
         raise ValueError(f"hidden (N, d) and logits (N, V) must be 2-D with equal N, got {tuple(hidden.shape)}, "
                          f"{tuple(logits.shape)}")
@@ -329,13 +333,33 @@ def train_router(features: torch.Tensor, target: torch.Tensor, *, epochs: int = 
     return router.eval()
 
 
+def _functional_mlp(net: nn.Sequential) -> Callable:
+    """``net`` (a ``Router``'s MLP) as a closure over its weights that calls the same tensor ops
+    (``F.linear``, ``F.layer_norm``, ``F.gelu``; dropout is off at inference) without the
+    ``nn.Module`` call machinery: bitwise the same output, about half the per-token time at
+    batch 1, where the router's few ops are dwarfed by Python overhead."""
+    first, *blocks, norm, last = net
+
+    def ln(x, m):
+        return F.layer_norm(x, m.normalized_shape, m.weight, m.bias, m.eps)
+
+    def f(x):
+        x = F.linear(x, first.weight, first.bias)
+        for b in blocks:
+            norm_b, lin1, _, _, lin2 = b.net
+            x = x + F.linear(F.gelu(F.linear(ln(x, norm_b), lin1.weight, lin1.bias)), lin2.weight, lin2.bias)
+        return F.linear(ln(x, norm), last.weight, last.bias)
+    return f
+
+
 def router_score(router: Router, slm, top_k: int = 8) -> Callable:
     """Score function for ``routed_generate``: the router's probability that the SLM token is divergent.
 
     Runs in the same step as the SLM, on its outputs (one small MLP call per decoding step), on the
     SLM's device: a copy of the router is moved there once, so nothing crosses devices per token.
     Only the feature groups the router reads are computed (e.g. no embedding lookup for a router
-    on the logits alone)."""
+    on the logits alone), and the score's ``needs_hidden`` tells ``routed_generate`` whether the
+    SLM must return its hidden states. The MLP runs as ``_functional_mlp``."""
     import copy
 
     net = copy.deepcopy(router).to(_device(slm)).eval()
@@ -343,12 +367,16 @@ def router_score(router: Router, slm, top_k: int = 8) -> Callable:
     cols = net.cols.tolist()
     groups = [g for g in FEATURES if set(feature_columns(d, top_k, [g])) & set(cols)]
     present = feature_columns(d, top_k, groups)  # full-vector columns of the groups computed below
-    where = torch.tensor([present.index(c) for c in cols], device=net.cols.device)
+    where = [present.index(c) for c in cols]
+    where = None if where == list(range(len(present))) else torch.tensor(where, device=net.cols.device)
     mu, sd = net.mu[net.cols], net.sd[net.cols]
+    mlp = _functional_mlp(net.net)
 
     def score(hidden, logits, ids, mask):
-        x = router_features(slm, hidden, logits, top_k, groups)[:, where]
-        return torch.sigmoid(net.net((x - mu) / sd).squeeze(-1).double())
+        x = router_features(slm, hidden, logits, top_k, groups)
+        x = x if where is None else x[:, where]
+        return torch.sigmoid(mlp((x - mu) / sd).squeeze(-1).double())
+    score.needs_hidden = "hidden" in groups
     return score
 
 
@@ -358,11 +386,17 @@ def entropy_score(hidden, logits, ids=None, mask=None):
     return -(logp.exp() * logp).sum(-1) / torch.log(torch.tensor(float(logits.shape[-1]), dtype=torch.float64))
 
 
+entropy_score.needs_hidden = False
+
+
 def random_score(seed: int = 0) -> Callable:
     """Baseline: uniform random scores, so threshold tau sends a fraction ≈ 1 - tau to the LLM."""
     gen = torch.Generator().manual_seed(seed)
-    return lambda hidden, logits, ids, mask: torch.rand(logits.shape[0], generator=gen,
-                                                        dtype=torch.float64).to(logits.device)
+
+    def score(hidden, logits, ids, mask):
+        return torch.rand(logits.shape[0], generator=gen, dtype=torch.float64).to(logits.device)
+    score.needs_hidden = False
+    return score
 
 
 def oracle_score(llm, tok) -> Callable:
@@ -374,6 +408,7 @@ def oracle_score(llm, tok) -> Callable:
         prefixes = [row[m.bool()].tolist()[1:] for row, m in zip(ids, mask)]  # drop pads and BOS
         lab = label_tokens(llm, tok, prefixes, y_s.tolist(), y_l.tolist())
         return (torch.tensor(lab) == DIVERGENT).double().to(logits.device)
+    score.needs_hidden = False
     return score
 
 
@@ -470,7 +505,9 @@ def routed_generate(slm, llm, tok, prompts: Sequence[str], score: Callable, tau:
     the LLM's greedy token at the same prefix. ``tau = 0`` is LLM-only, ``tau = 1`` SLM-only.
 
     ``score(hidden, logits, ids, mask)`` gets the SLM's last hidden state and logits, and the
-    left-padded prefix with its attention mask. Both models keep a KV cache. The SLM reads every
+    left-padded prefix with its attention mask; a score with ``needs_hidden = False`` (e.g. a
+    router on the logits alone, the entropy) gets ``hidden=None`` and the SLM skips returning
+    its hidden states. Both models keep a KV cache. The SLM reads every
     token as it is written; the LLM runs only at steps where some row is routed, and then reads all
     the tokens written since its last call in one parallel (prefill) pass before producing the next
     token — the paper's scheme, which replaces most sequential LLM decode steps by SLM steps.
@@ -481,6 +518,7 @@ def routed_generate(slm, llm, tok, prompts: Sequence[str], score: Callable, tau:
     if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
     dev = _device(slm)
+    need_hidden = 0.0 < tau < 1.0 and getattr(score, "needs_hidden", True)
     ids, mask, pos = (t.to(dev) for t in encode_batch(tok, list(prompts), add_bos=True, side="left"))
     ckw_s, ckw_l, cache_s, cache_l, seen_l = cache_kwarg(slm), cache_kwarg(llm), None, None, 0
     B, eos = ids.shape[0], tok.eos_token_id
@@ -491,7 +529,7 @@ def routed_generate(slm, llm, tok, prompts: Sequence[str], score: Callable, tau:
     step_ids, step_pos = ids, pos
     for _ in range(max_new_tokens):
         kw = dict(input_ids=step_ids, attention_mask=mask, position_ids=step_pos, use_cache=True,
-                  output_hidden_states=tau < 1.0)
+                  output_hidden_states=need_hidden)
         if cache_s is not None:
             kw[ckw_s] = cache_s
         out = slm(**kw)
@@ -503,7 +541,8 @@ def routed_generate(slm, llm, tok, prompts: Sequence[str], score: Callable, tau:
         elif tau <= 0.0:
             go = ~done
         else:  # p is clamped below 1 so that tau = 1 can never route
-            p = score(out.hidden_states[-1][:, -1], logits, ids, mask).clamp(0.0, 1 - 1e-12)
+            hidden = out.hidden_states[-1][:, -1] if need_hidden else None
+            p = score(hidden, logits, ids, mask).clamp(0.0, 1 - 1e-12)
             go = (p >= tau) & ~done
         if bool(go.any()):  # the LLM catches up on the unread tokens (one prefill), then decodes one
             kw = dict(input_ids=ids[:, seen_l:], attention_mask=mask, position_ids=pos[:, seen_l:],
