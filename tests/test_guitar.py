@@ -18,6 +18,7 @@ from neurips25.guitar import (
     multiview_digits,
     normalized_laplacian,
     purity,
+    pvc,
     rank_surrogate,
     rank_surrogate_grad,
     shrink,
@@ -206,3 +207,19 @@ def test_apmc_falls_back_to_near_complete_anchors():
     one_view[np.arange(120), np.arange(120) % 6] = True  # no sample seen twice: nothing can anchor
     with pytest.raises(ValueError, match="anchors"):
         apmc(views, one_view, 10)
+
+
+def test_pvc_clusters_the_toy_and_validates_its_inputs():
+    views, M, y = _blobs()
+    assert clustering_accuracy(y, pvc(views, M, 3)) == 1.0
+    for kw, name in (({"latent_per_cluster": 0}, "latent_per_cluster"), ({"max_iter": 1.5}, "max_iter"),
+                     ({"lam": -1.0}, "lam")):
+        with pytest.raises(ValueError, match=name):
+            pvc(views, M, 3, **kw)
+
+
+def test_apmc_anchor_fraction_subsamples_and_validates():
+    views, M, y = _blobs()
+    assert clustering_accuracy(y, apmc(views, M, 3, anchor_fraction=0.5)) == 1.0
+    with pytest.raises(ValueError, match="anchor_fraction"):
+        apmc(views, M, 3, anchor_fraction=0.0)

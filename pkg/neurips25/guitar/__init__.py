@@ -4,7 +4,7 @@
 ``solver`` (graphs and the ADMM solver), ``baselines`` and ``experiments`` (the chapter's grid;
 ``python -m neurips25.guitar`` stores it in ``notebooks/results/guitar.json``).
 """
-from .baselines import apmc, concat_kmeans, normalise_views, single_view_kmeans
+from .baselines import apmc, concat_kmeans, normalise_views, pvc, single_view_kmeans
 from .data import (
     MFEAT_VIEW_NAMES,
     VIEW_NAMES,
@@ -23,6 +23,7 @@ from .experiments import (
     CONFIRM_METHODS,
     DATASETS,
     DEFAULTS,
+    DIAGNOSED,
     HALF_ONLY,
     METHODS,
     TUNING,
@@ -44,8 +45,8 @@ from .tensor import (
 )
 
 __all__ = [
-    "apmc", "concat_kmeans", "normalise_views", "single_view_kmeans",
-    "ABLATIONS", "BASELINES", "CONFIRM_METHODS", "DATASETS", "DEFAULTS", "HALF_ONLY", "METHODS", "TUNING",
+    "apmc", "concat_kmeans", "normalise_views", "pvc", "single_view_kmeans",
+    "ABLATIONS", "BASELINES", "CONFIRM_METHODS", "DATASETS", "DIAGNOSED", "DEFAULTS", "HALF_ONLY", "METHODS", "TUNING",
     "run_grid", "run_method", "tune", "MFEAT_VIEW_NAMES", "mfeat_digits", "VIEW_NAMES", "check_views", "clustering_accuracy", "clustering_scores", "missing_masks",
     "multiview_digits", "nmi", "purity", "GUITAR", "knn_cosine_graph", "normalized_laplacian",
     "preprocess", "spectral_labels", "RANK_SURROGATES", "rank_surrogate", "rank_surrogate_grad", "shrink",
