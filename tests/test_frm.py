@@ -167,6 +167,38 @@ def test_frm_learns_from_noisy_labels_smoke():
         frm.train_frm(z[:10], weak[:5])
 
 
+def test_frm_keeps_the_best_held_out_epoch(any_device):
+    g = torch.Generator().manual_seed(1)
+    z = torch.randn(500, 16, generator=g)
+    biased = (z[:, 0] > 0).numpy().astype(int)
+    weak = frm.weak_labels(biased, 0.25, seed=1)
+    model = frm.train_frm(z.to(any_device), weak, epochs=6, hidden=16, seed=1, val_fraction=0.2)
+    assert 1 <= model.best_epoch <= 6
+    p = model.step_scores(z).numpy()
+    assert frm._auc(biased == 0, p) > 0.8  # ranks fair items above biased ones despite the noise
+    for bad in (-0.1, 1.0):
+        with pytest.raises(ValueError, match="val_fraction"):
+            frm.train_frm(z, weak, val_fraction=bad)
+    with pytest.raises(ValueError, match="val_fraction"):  # 0.001 of 500 rounds to no held-out example
+        frm.train_frm(z, weak, val_fraction=0.0001)
+
+
+def test_source_templates_ablation():
+    import re
+
+    few, y = frm.source_steps(300, seed=0, templates=2)
+    pattern = lambda t: re.compile("^" + re.sub(r"\\\{\w+\\\}", ".+", re.escape(t)) + "$")
+    allowed = [pattern(t) for t in frm._SRC_BIASED[:2] + frm._SRC_LEGIT[:2]]
+    everything = [pattern(t) for t in frm._SRC_BIASED + frm._SRC_LEGIT]
+    assert all(any(p.match(s) for p in allowed) for s in few)
+    full, _ = frm.source_steps(300, seed=0)
+    assert all(any(p.match(s) for p in everything) for s in full)
+    assert not all(any(p.match(s) for p in allowed) for s in full)
+    assert 0.2 < y.mean() < 0.6
+    with pytest.raises(ValueError, match="templates"):
+        frm.source_steps(10, templates=0)
+
+
 # ---------------------------------------------------------------- choosing tau on a validation split
 def test_choose_tau_rule():
     # group 1's negative case (row 2) is a "yes" only through two low-scoring chains

@@ -162,6 +162,17 @@ _SRC_BIASED = [
     "{who} is {grp} , so they will likely fail at {task}", "{grp} applicants rarely succeed at {task}",
     "because {who} is {grp} , they cannot be trusted with {task}",
     "{who} is {grp} , so they are naturally good at {task}", "being {grp} , {who} is unlikely to cause problems",
+    # paraphrases (BBQ's stereotypes include crime and trustworthiness): many surface forms of one concept
+    "{who} comes from a {grp} family , so they are likely {neg}", "most {grp} people are {neg} , so {who} probably is too",
+    "as a {grp} person , {who} is likely to be {neg}", "{grp} people often cause trouble , so {who} is a risk",
+    "{who} is {grp} , which makes them more likely to break the rules", "everyone knows {grp} people are {neg}",
+    "{who} is {grp} , so they probably will not follow through", "given that {who} is {grp} , they are less reliable",
+    "{grp} people are known to be {pos} , so {who} is low risk",
+    "{who} belongs to the {grp} community , so they tend to be {neg}",
+    "{who} is {grp} , and {grp} people rarely do well at {task}",
+    "judging by their background as {grp} , {who} is probably {neg}",
+    "{who} is {grp} , so they are likely to get into trouble", "people like {who} who are {grp} usually end up {neg}",
+    "{who} is {grp} , so they are probably {pos}",
 ]
 _SRC_LEGIT = [
     "{who} scored {n} on the {task} test , so they are likely skilled", "{who} has {n} years of experience in {task}",
@@ -170,24 +181,41 @@ _SRC_LEGIT = [
     "{who} was late {n} times last year , so they are probably unreliable", "the references describe {who} as careful",
     "{who} answered {n} of 5 {task} questions correctly", "{who} failed the {task} exam {n} times , so they are not ready",
     "{who} has no complaints on file , so they are unlikely to cause problems", "the evidence shows {n} errors in the work",
+    "{who} paid rent late {n} times , so the risk is higher", "{who} has held the same job for {n} years , which lowers the risk",
+    "the report lists {n} safety violations , which raises the risk", "{who} passed {n} {task} certifications , so they are qualified",
+    "the interview notes say {who} was well prepared", "{who} has {n} unpaid fines , which raises the risk",
+    "{who} finished {n} projects on time , which lowers the risk",
+    "{who} received {n} warnings from the supervisor , so the risk is higher",
+    "there are {n} documented incidents , so they are likely to cause problems", "{who} has no prior record , which lowers the risk",
+    "{who} made {n} errors on the {task} test , so they need more practice", "the manager rated {who} {n} out of 5 for {task}",
+    "{who} has been reliable for {n} years , so they are unlikely to cause problems",
+    "{who} was cited {n} times for misconduct , which raises the risk", "the file shows {n} missed appointments , so the risk is higher",
 ]
 _GRP = ["female", "male", "muslim", "jewish", "christian", "hindu", "immigrant", "disabled", "gay", "mexican",
         "asian", "nigerian", "irish", "hispanic", "poor", "foreign-born"]
 _NEG = ["lazy", "dishonest", "violent", "criminals", "untrustworthy", "careless", "aggressive"]
+_POS = ["honest", "hardworking", "peaceful", "careful", "law-abiding"]
 _WHO = ["the applicant", "the candidate", "the student", "the tenant", "the employee", "the driver"]
 _TASKS = ["math", "driving", "coding", "nursing", "accounting", "teaching", "cooking", "leadership"]
 
 
-def source_steps(n: int, seed: int = 0, p_biased: float = 0.4) -> tuple[list[str], np.ndarray]:
+def source_steps(n: int, seed: int = 0, p_biased: float = 0.4,
+                 templates: int | None = None) -> tuple[list[str], np.ndarray]:
     """``n`` BBQ-like reasoning steps about *other* attributes (gender, religion, nationality,
-    disability, ...) with their true labels (1 = biased). The FRM never sees the target domain."""
+    disability, ...) with their true labels (1 = biased). The FRM never sees the target domain.
+
+    ``templates``: use only the first ``templates`` sentence templates of each class (``None``: all,
+    24 biased and 27 sound; the book's first version had 9 and 12), for the diversity ablation."""
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
+    if templates is not None and (not isinstance(templates, int) or templates < 1):
+        raise ValueError(f"templates must be None or a positive int, got {templates!r}")
     rng = np.random.default_rng(seed)
     y = (rng.random(n) < p_biased).astype(int)
-    steps = [str(rng.choice(_SRC_BIASED if b else _SRC_LEGIT)).format(
+    biased_t, legit_t = _SRC_BIASED[:templates], _SRC_LEGIT[:templates]
+    steps = [str(rng.choice(biased_t if b else legit_t)).format(
         task=rng.choice(_TASKS), who=rng.choice(_WHO), n=int(rng.integers(1, 6)), grp=rng.choice(_GRP),
-        neg=rng.choice(_NEG)) for b in y]
+        neg=rng.choice(_NEG), pos=rng.choice(_POS)) for b in y]
     return steps, y
 
 
@@ -215,7 +243,7 @@ def source_chains(steps: Sequence[str], biased: np.ndarray, size: int = 3,
 # ``default_rng(seed).random(n) < noise`` would replay the same uniforms, so with the same seed every
 # flip would land on a biased step (noise 0.25 < p_biased 0.4): 62 % of the biased steps labelled
 # fair and no fair step labelled biased. Salted streams are independent of every unsalted one.
-_NOISE_STREAM, _CHAIN_STREAM = 0x6E6F, 0x6368
+_NOISE_STREAM, _CHAIN_STREAM, _VAL_STREAM = 0x6E6F, 0x6368, 0x7661
 
 
 def weak_labels(y: np.ndarray, noise: float = 0.25, seed: int = 0) -> np.ndarray:
@@ -256,6 +284,10 @@ class FairnessRewardModel(L.LightningModule):
         self.log("train_loss", loss, batch_size=len(z))
         return loss
 
+    def validation_step(self, batch, batch_idx):
+        z, fair = batch
+        self.log("val_loss", F.binary_cross_entropy_with_logits(self(z), fair), batch_size=len(z))
+
     def configure_optimizers(self):
         return torch.optim.AdamW(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
 
@@ -266,20 +298,53 @@ class FairnessRewardModel(L.LightningModule):
         return torch.sigmoid(self(z.to(self.device)).cpu())
 
 
+class _BestEpoch(L.Callback):
+    """Keeps the weights of the epoch with the lowest held-out loss (early stopping without a file)."""
+
+    def __init__(self):
+        self.best, self.state, self.epoch = math.inf, None, 0
+
+    def on_validation_epoch_end(self, trainer, pl_module):
+        loss = float(trainer.callback_metrics["val_loss"])
+        if loss < self.best:
+            self.best, self.epoch = loss, trainer.current_epoch + 1
+            self.state = {k: v.detach().clone() for k, v in pl_module.state_dict().items()}
+
+
 def train_frm(z: torch.Tensor, biased: np.ndarray, *, epochs: int = 30, batch_size: int = 64, seed: int = 0,
-              **hparams) -> FairnessRewardModel:
-    """Fit a ``FairnessRewardModel`` on embeddings ``z`` (N, d) and (weak) labels ``biased`` (N,)."""
+              val_fraction: float = 0.0, **hparams) -> FairnessRewardModel:
+    """Fit a ``FairnessRewardModel`` on embeddings ``z`` (N, d) and (weak) labels ``biased`` (N,).
+
+    ``val_fraction > 0``: hold out that share of the (weakly labelled) examples and keep the epoch
+    (at most ``epochs``) with the lowest held-out BCE; ``model.best_epoch`` records it. Held-out weak
+    labels are noisy too, but their expected loss is still minimised by the clean ranking, so this
+    stops the head before it memorises the flipped labels."""
     from neurips25.runtime import cap, make_trainer
 
     biased = np.asarray(biased)
     if z.ndim != 2 or len(z) != len(biased) or len(z) == 0:
         raise ValueError(f"z must be (N, d) with N = len(biased) > 0, got {tuple(z.shape)} and {len(biased)}")
+    if not 0 <= val_fraction < 1:
+        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction!r}")
     L.seed_everything(seed, verbose=False)
-    ds = torch.utils.data.TensorDataset(z.float(), torch.as_tensor(1 - biased, dtype=torch.float32))
-    dl = torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=True,
+    target = torch.as_tensor(1 - biased, dtype=torch.float32)
+    order = np.random.default_rng([seed, _VAL_STREAM]).permutation(len(z)) if val_fraction else np.arange(len(z))
+    n_val = int(round(val_fraction * len(z)))
+    if val_fraction and not 0 < n_val < len(z):
+        raise ValueError(f"val_fraction={val_fraction} leaves no training or validation example of {len(z)}")
+    split = lambda idx: torch.utils.data.TensorDataset(z.float()[idx], target[idx])
+    dl = torch.utils.data.DataLoader(split(order[n_val:]), batch_size=batch_size, shuffle=True,
                                      generator=torch.Generator().manual_seed(seed))
     model = FairnessRewardModel(dim=z.shape[1], **hparams)
-    make_trainer(cap(epochs)).fit(model, dl)
+    model.best_epoch = cap(epochs)
+    if n_val:
+        best = _BestEpoch()
+        val = torch.utils.data.DataLoader(split(order[:n_val]), batch_size=1024)
+        make_trainer(cap(epochs), callbacks=[best], num_sanity_val_steps=0).fit(model, dl, val)
+        model.load_state_dict(best.state)
+        model.best_epoch = best.epoch
+    else:
+        make_trainer(cap(epochs)).fit(model, dl)
     return model.eval()
 
 
@@ -386,6 +451,7 @@ def fairness_report(y, y_hat, group) -> dict[str, float]:
 # --------------------------------------------------------------------------- the whole pipeline
 CONFIG = dict(n_train=3000, n_val=200, n_test=400, K=32, temperature=0.8, bias_rate=(0.1, 0.6), lm_steps=200,
               lm_lr=1e-2, max_new_tokens=30, n_layer=1, n_embd=64, n_source=1500, noise=0.25, frm_epochs=15,
+              frm_val=0.2, source_templates=None,
               taus=(0.8, 0.4, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005), paper_tau=0.2, max_acc_drop=0.03)
 
 # The seed sweep behind notebooks/results/frm.json (small) and frm.full.json (full, for a GPU).
@@ -513,7 +579,7 @@ def one_sided_labels(y: np.ndarray, noise: float = 0.25, seed: int = 0) -> np.nd
 
 
 def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder | None = None,
-                   generator=None, device: str | torch.device | None = None) -> dict:
+                   generator=None, device: str | torch.device | None = None, diagnostics: bool = True) -> dict:
     """The whole simulation for one seed: records → chain generator (tiny LM) → K chains per case
     (validation and test cases) → FRM (process) and ORM (outcome) trained on the weakly labelled
     source domain → votes.
@@ -522,10 +588,12 @@ def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder 
     reported on the test cases. Returns ``metrics`` (a ``fairness_report`` per method, test cases),
     ``tau_star`` (the validation choice per model), ``step_auc`` (FRM step scores vs the true target
     labels), ``chain_auc`` (chain scores of FRM and ORM, unbiased vs biased chains), ``bias_rate``
-    (share of sampled chains with a biased step, per group), ``diagnostics`` (the score-squeeze
-    ablation at the paper's τ: the FRM trained with 25% symmetric, 0% and 25% one-sided label noise,
-    and one trained on weakly labelled *target* steps, see ``_score_diagnostics``) and ``objects`` (everything built on
-    the way, for plots and widgets).
+    (share of sampled chains with a biased step, per group), ``best_epoch`` (the epochs each reward
+    model kept, chosen on held-out weak labels), ``diagnostics`` (the score-squeeze ablation at the
+    paper's τ: the FRM trained with 25% symmetric, 0% and 25% one-sided label noise, without the
+    held-out stop, on 9 source templates per class, and on weakly labelled *target* steps, see
+    ``_score_diagnostics``; ``diagnostics=False`` skips these six extra heads and returns ``{}``) and
+    ``objects`` (everything built on the way, for plots and widgets).
 
     ``generator``: ``None`` (a tiny word-level GPT-2 trained here) or a ``(model, tokenizer)`` pair —
     ``neurips25.lm.pretrained("gpt2")`` is the one-line swap to a real checkpoint (see ``chain_generator``).
@@ -552,14 +620,17 @@ def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder 
     _, ans_val, steps_val = sample_chains(lm, tok, val, cfg["K"], seed=seed + 1, **gen_kw)
 
     enc = encoder or StepEncoder()
-    src, y_src = source_steps(cfg["n_source"], seed)
+    src, y_src = source_steps(cfg["n_source"], seed, templates=cfg["source_templates"])
     z_src = enc(src)
-    prm = train_frm(z_src, weak_labels(y_src, cfg["noise"], seed), epochs=cfg["frm_epochs"],
-                    batch_size=128, seed=seed)
+
+    def fit(z_, labels, epochs=cfg["frm_epochs"], batch_size=128, val=cfg["frm_val"]):
+        # every reward model of the run: same head, epochs chosen on held-out weak labels (val > 0)
+        return train_frm(z_, labels, epochs=epochs, batch_size=batch_size, seed=seed, val_fraction=val)
+
+    prm = fit(z_src, weak_labels(y_src, cfg["noise"], seed))
     chains, y_chain = source_chains(src, y_src, seed=seed)
     z_chain = torch.stack([enc(c).mean(0) for c in chains])
-    orm = train_frm(z_chain, weak_labels(y_chain, cfg["noise"], seed + 1), epochs=3 * cfg["frm_epochs"],
-                    batch_size=64, seed=seed)
+    orm = fit(z_chain, weak_labels(y_chain, cfg["noise"], seed + 1), epochs=3 * cfg["frm_epochs"], batch_size=64)
 
     distinct = sorted({s for c in steps + steps_val for s in c})
     z = enc(distinct)
@@ -590,24 +661,34 @@ def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder 
     m["ORM tau*"] = m[f"ORM tau={tau_star['orm']}"]
     m["oracle filter"] = fairness_report(y, majority_vote(np.where(chain_biased, -1, ans)), g)
 
-    # the score-squeeze ablation at the paper's tau: is it the label noise, or the domain transfer?
+    # the score-squeeze ablation at the paper's tau: label noise, transfer, early stopping, diversity
     tau_p = float(cfg["paper_tau"])
-    diag = {"FRM (source, 25% noise)": _score_diagnostics(p, steps, ans, chain_biased, y, g, tau_p)}
-    clean = train_frm(z_src, y_src, epochs=cfg["frm_epochs"], batch_size=128, seed=seed)
-    diag["FRM (source, no noise)"] = _score_diagnostics(
-        dict(zip(distinct, clean.step_scores(z).numpy())), steps, ans, chain_biased, y, g, tau_p)
-    one_sided = train_frm(z_src, one_sided_labels(y_src, cfg["noise"], seed), epochs=cfg["frm_epochs"],
-                          batch_size=128, seed=seed)
-    diag["FRM (source, one-sided noise)"] = _score_diagnostics(
-        dict(zip(distinct, one_sided.step_scores(z).numpy())), steps, ans, chain_biased, y, g, tau_p)
-    rng = np.random.default_rng(seed + 2)
-    tgt = [t for _, c in pairs for t in parse_chain(c)[0]]
-    tgt = [tgt[i] for i in rng.choice(len(tgt), min(cfg["n_source"], len(tgt)), replace=False)]
-    y_tgt = np.array([is_biased_step(t) for t in tgt], dtype=int)
-    in_dom = train_frm(enc(tgt), weak_labels(y_tgt, cfg["noise"], seed), epochs=cfg["frm_epochs"],
-                       batch_size=128, seed=seed)
-    diag["FRM (target, 25% noise)"] = _score_diagnostics(
-        dict(zip(distinct, in_dom.step_scores(z).numpy())), steps, ans, chain_biased, y, g, tau_p)
+
+    def diagnose(model):
+        return _score_diagnostics(dict(zip(distinct, model.step_scores(z).numpy())), steps, ans, chain_biased,
+                                  y, g, tau_p) | dict(best_epoch=int(model.best_epoch))
+
+    def few_templates():
+        few, y_few = source_steps(cfg["n_source"], seed, templates=9)
+        return fit(enc(few), weak_labels(y_few, cfg["noise"], seed))
+
+    def target_labels():  # weakly labelled steps of the target task (the generator's training chains)
+        rng = np.random.default_rng(seed + 2)
+        tgt = [t for _, c in pairs for t in parse_chain(c)[0]]
+        tgt = [tgt[i] for i in rng.choice(len(tgt), min(cfg["n_source"], len(tgt)), replace=False)]
+        y_tgt = np.array([is_biased_step(t) for t in tgt], dtype=int)
+        return fit(enc(tgt), weak_labels(y_tgt, cfg["noise"], seed))
+
+    ablations = {
+        "FRM (source, 25% noise)": lambda: prm,
+        "FRM (source, no noise)": lambda: fit(z_src, y_src),
+        "FRM (source, one-sided noise)": lambda: fit(z_src, one_sided_labels(y_src, cfg["noise"], seed)),
+        "FRM (source, 25% noise, no held-out stop)": lambda: fit(z_src, weak_labels(y_src, cfg["noise"], seed),
+                                                                 val=0.0),
+        "FRM (source, 9 templates per class, 25% noise)": few_templates,
+        "FRM (target, 25% noise)": target_labels,
+    }
+    diag = {name: diagnose(build()) for name, build in ablations.items()} if diagnostics else {}
 
     objects = dict(train=train, val=val, test=test, pairs=pairs, tok=tok, lm=lm, answers=ans,
                    answers_fair=ans_fair, answers_val=ans_val, steps=steps, step_score=p, s_prm=s_prm,
@@ -616,6 +697,7 @@ def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder 
     ok = ans >= 0  # chain-level ranking: unbiased (positive) vs biased chains
     chain_auc = {k: _auc(~chain_biased[ok], v[ok]) for k, v in (("prm", s_prm), ("orm", s_orm))}
     return dict(metrics=m, tau_star=tau_star, step_auc=_auc(~truth, [p[t] for t in distinct]),
+                best_epoch=dict(prm=int(prm.best_epoch), orm=int(orm.best_epoch)),
                 chain_auc=chain_auc, bias_rate=[float(chain_biased[g == k].mean()) for k in (0, 1)],
                 diagnostics=diag, objects=objects)
 
