@@ -100,6 +100,32 @@ def test_logistic_fit_recovers_known_parameters():
         E.params_for_gap(fit, 1.5, 0.95)
 
 
+def test_fit_restarts_never_worsen_the_fit_and_are_validated():
+    # a steep step in log p: the default start can stop in a local minimum, restarts cannot do worse
+    p = np.logspace(0, 3.5, 15)
+    acc = E.MODELS["logistic"][0](p, 0.98, 8.0, np.log(40.0), 0.3)
+    acc = acc + np.random.default_rng(2).normal(0, 0.03, len(p))
+    for name in E.MODELS:
+        one, many = E.fit_curve(name, p, acc, 0.3), E.fit_curve(name, p, acc, 0.3, restarts=10)
+        assert many["rss"] <= one["rss"] + 1e-12
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="restarts"):
+            E.fit_curve("logistic", p, acc, 0.3, restarts=bad)
+
+
+def test_aic_null_test_rates_and_validation():
+    p = np.logspace(0, 3.5, 12)
+    acc = E.MODELS["logistic"][0](p, 0.95, 3.0, np.log(40.0), 0.3)
+    acc = acc + np.random.default_rng(3).normal(0, 0.02, len(p))
+    out = E.aic_null_test(p, acc, 0.3, n_sim=5, restarts=0)
+    assert out["n_sim"] == min(5, out["n_sim"]) and out["sigma"] > 0
+    assert set(out["observed"]) == set(out["p_margin"]) == set(E.MODELS) - {"logistic"}
+    assert 0 <= out["p_not_best"] <= 1 and all(0 <= v <= 1 for v in out["p_margin"].values())
+    for bad in (0, 2.0, True):
+        with pytest.raises(ValueError, match="n_sim"):
+            E.aic_null_test(p, acc, 0.3, n_sim=bad)
+
+
 def test_bootstrap_interval_with_unreachable_draws():
     # resamples whose logistic never reaches the gap give p = inf: the upper end of the
     # interval is then inf (an unbounded interval), never the nan of inf - inf

@@ -38,7 +38,7 @@ from neurips25.runtime import cap
 
 __all__ = ["LETTERS", "DIGITS", "MARKERS", "majority_pairs", "task_tokenizer", "encode_pairs", "pretrain",
            "ExactPLoRA", "select_entries", "finetune", "accuracy", "run_budget", "sweep", "frontier",
-           "gap_closure", "MODELS", "fit_curve", "compare_fits", "params_for_gap", "bootstrap_params_for_gap",
+           "gap_closure", "MODELS", "fit_curve", "compare_fits", "aic_null_test", "params_for_gap", "bootstrap_params_for_gap",
            "lr_grid", "prequential_mdl", "mdl_code", "make_data", "SWEEP", "run_all"]
 
 LETTERS = "abcd"
@@ -306,10 +306,12 @@ MODELS = {
 }
 
 
-def fit_curve(name: str, p, acc, acc0: float) -> dict:
+def fit_curve(name: str, p, acc, acc0: float, *, restarts: int = 0, seed: int = 0) -> dict:
     """Least-squares fit (``scipy.optimize.curve_fit``) of one model; returns params, RSS, AIC, BIC.
 
     AIC = n log(RSS/n) + 2k and BIC = n log(RSS/n) + k log n (Gaussian errors, k free parameters).
+    ``restarts`` > 0 also starts from that many random points inside the bounds (log-uniform where a
+    bound spans decades) and keeps the lowest RSS, so no law loses a contest to a local minimum.
     """
     from scipy.optimize import curve_fit
 
@@ -320,19 +322,73 @@ def fit_curve(name: str, p, acc, acc0: float) -> dict:
         raise ValueError("p and acc must be 1-D arrays of the same length >= 4")
     if (p <= 0).any():
         raise ValueError("p must be positive (the fits are in log p)")
+    if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 0:
+        raise ValueError(f"restarts must be a non-negative int, got {restarts!r}")
     f, guess, bounds = MODELS[name]
-    g = np.clip(guess(p, acc, acc0), np.array(bounds[0]) + 1e-9, np.array(bounds[1]) - 1e-9)
-    theta, _ = curve_fit(lambda x, *t: f(x, *t, acc0), p, acc, p0=g, bounds=bounds, maxfev=20000)
-    rss = float(np.sum((f(p, *theta, acc0) - acc) ** 2))
+    lo, hi = np.array(bounds[0], dtype=float), np.array(bounds[1], dtype=float)
+    starts = [np.clip(guess(p, acc, acc0), lo + 1e-9, hi - 1e-9)]
+    rng, wide = np.random.default_rng(seed), (lo > 0) & (hi > 100 * lo)
+    span = np.ones_like(lo)
+    span[wide] = hi[wide] / lo[wide]
+    for _ in range(restarts):
+        u = rng.uniform(size=len(lo))
+        starts.append(np.where(wide, lo * span**u, lo + u * (hi - lo)))
+    best = None
+    for i, g in enumerate(starts):
+        try:
+            th, _ = curve_fit(lambda x, *t: f(x, *t, acc0), p, acc, p0=g, bounds=bounds, maxfev=20000)
+        except RuntimeError:  # this start did not converge: try the next; raise only if none did
+            if best is None and i == len(starts) - 1:
+                raise
+            continue
+        r = float(np.sum((f(p, *th, acc0) - acc) ** 2))
+        if best is None or r < best[0]:
+            best = (r, th)
+    rss, theta = best
     n, k = len(p), len(theta)
     ll = n * np.log(max(rss, 1e-12) / n)
     return {"name": name, "params": theta.tolist(), "acc0": acc0, "rss": rss, "aic": float(ll + 2 * k),
             "bic": float(ll + k * np.log(n)), "r2": float(1 - rss / np.sum((acc - acc.mean()) ** 2))}
 
 
-def compare_fits(p, acc, acc0: float) -> list[dict]:
-    """All ``MODELS`` fitted to the same points, sorted by AIC (best first)."""
-    return sorted((fit_curve(m, p, acc, acc0) for m in MODELS), key=lambda r: r["aic"])
+def compare_fits(p, acc, acc0: float, *, restarts: int = 20) -> list[dict]:
+    """All ``MODELS`` fitted to the same points, each from its default start plus ``restarts`` random
+    ones (``fit_curve``), sorted by AIC (best first)."""
+    return sorted((fit_curve(m, p, acc, acc0, restarts=restarts) for m in MODELS), key=lambda r: r["aic"])
+
+
+def aic_null_test(p, acc, acc0: float, *, n_sim: int = 100, restarts: int = 2, seed: int = 0) -> dict:
+    """Can these points tell the laws apart? A parametric bootstrap under the logistic: ``n_sim`` data
+    sets = the fitted logistic + Gaussian noise with the fit's residual sd, at the same budgets, each
+    refitted with every law (``compare_fits``). Returns the observed AIC margins (logistic minus each
+    rival; > 0: the rival is better), ``p_not_best`` (the share of simulated sets in which the logistic,
+    although true, is not the lowest-AIC law) and ``p_margin`` (per rival, the share in which it beats
+    the logistic by at least its observed margin: a p-value for that margin under the logistic), over
+    the ``n_sim`` sets that every law could be fitted to (a set where one fails from every start is
+    dropped)."""
+    if isinstance(n_sim, bool) or not isinstance(n_sim, int) or n_sim < 1:
+        raise ValueError(f"n_sim must be a positive int, got {n_sim!r}")
+    p, acc = np.asarray(p, dtype=float), np.asarray(acc, dtype=float)
+    fits = {x["name"]: x for x in compare_fits(p, acc, acc0)}
+    logi = fits.pop("logistic")
+    sigma = math.sqrt(logi["rss"] / len(p))
+    mu = MODELS["logistic"][0](p, *logi["params"], acc0)
+    observed = {k: logi["aic"] - v["aic"] for k, v in fits.items()}
+    rng, not_best, beat, n = np.random.default_rng(seed), 0, dict.fromkeys(observed, 0), 0
+    for _ in range(cap(n_sim)):
+        try:
+            sim = {x["name"]: x["aic"] for x in compare_fits(p, mu + rng.normal(0, sigma, len(p)), acc0,
+                                                             restarts=restarts)}
+        except RuntimeError:  # a law could not be fitted from any start: this simulated set is dropped
+            continue
+        n += 1
+        not_best += min(sim.values()) < sim["logistic"]
+        for k in beat:
+            beat[k] += sim["logistic"] - sim[k] >= observed[k]
+    if n == 0:
+        raise RuntimeError("no simulated set could be fitted by every law")
+    return {"sigma": sigma, "observed": observed, "p_not_best": not_best / n,
+            "p_margin": {k: v / n for k, v in beat.items()}, "n_sim": n}
 
 
 def params_for_gap(fit: dict, q: float, ceiling: float) -> float:
