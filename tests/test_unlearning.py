@@ -9,14 +9,18 @@ from torch.nn.utils import parameters_to_vector
 from neurips25.nn import MLP
 from neurips25.unlearning import (
     METHODS,
+    Interpolator,
     Unlearner,
     backdoor_digits,
     backdoor_metrics,
+    fit_snapshots,
     min_norm_interpolator,
     minnorm_og_step,
     model_jacobian,
     project_orthogonal,
     run_sine_sweep,
+    run_spiky_sweep,
+    sine_mlp,
     sine_poisoning_data,
     sup_error,
     tuning_grid,
@@ -171,3 +175,43 @@ def test_sweep_small_is_the_stored_sweep():
     assert cfg["seeds"] == list(range(small["seeds"])) and cfg["budgets"] == small["budgets"]
     assert cfg["tune_seeds"] == small["tune_seeds"] and cfg["steps"] == small["steps"]
     assert set(SWEEP["full"]) == set(small)
+
+
+def test_snapshots_of_a_constant_lr_run_are_shorter_runs():
+    """fit_snapshots: the snapshot after k steps is exactly a k-step run (constant lr, one optimiser)."""
+    d = sine_poisoning_data(3, n_retain=10, n_forget=2, half_width=5 * math.pi, min_gap=0.0)
+    x, y = torch.cat([d["xr"], d["xf"]]), torch.cat([d["yr"], d["yf"]])
+    long = fit_snapshots(sine_mlp(0, width=16), x, y, (200, 400))
+    short = fit_snapshots(sine_mlp(0, width=16), x, y, (200,))
+    assert all(torch.equal(p, q) for p, q in zip(long[200].parameters(), short[200].parameters()))
+    assert not all(torch.equal(p, q) for p, q in zip(long[400].parameters(), short[200].parameters()))
+    with pytest.raises(ValueError, match="snapshots"):
+        fit_snapshots(sine_mlp(0, width=16), x, y, (400, 200))
+    with pytest.raises(ValueError, match="snapshots"):
+        Interpolator(sine_mlp(0, width=16), x, y, steps=200, snapshots=(300,))
+    with pytest.raises(ValueError, match="schedule"):
+        Interpolator(sine_mlp(0, width=16), x, y, steps=200, schedule="linear")
+
+
+def test_spiky_sweep_structure_and_inputs():
+    out = run_spiky_sweep(seeds=(0,), tune_seeds=(1,), checkpoints=(100, 200), budgets=(2,))
+    assert out["config"]["half_width"] == pytest.approx(5 * math.pi)
+    assert set(out["checkpoints"]) == {"100", "200"}
+    r = out["checkpoints"]["200"]["2"]
+    assert set(r) == {"minnorm_og", "gd"} and len(r["gd"]["sup"]) == 1 and len(r["gd"]["grid"]) == 4
+    assert set(out["poisoned"]["0"]["100"]) >= {"train_mse", "max_res_forget", "max_w1"}
+    with pytest.raises(ValueError, match="disjoint"):
+        run_spiky_sweep(seeds=(0, 1), tune_seeds=(1,))
+    with pytest.raises(ValueError, match="methods"):
+        run_spiky_sweep(seeds=(0,), tune_seeds=(1,), methods=("magic",))
+
+
+def test_spiky_small_is_the_stored_spiky_sweep():
+    from neurips25.results import load_results
+    from neurips25.unlearning import SPIKY
+
+    cfg = load_results("unlearning_spiky")["data"]["config"]
+    small = SPIKY["small"]
+    assert cfg["seeds"] == list(range(small["seeds"])) and cfg["tune_seeds"] == small["tune_seeds"]
+    assert cfg["checkpoints"] == small["checkpoints"] and cfg["budgets"] == small["budgets"]
+    assert set(SPIKY["full"]) == set(small) and SPIKY["full"]["checkpoints"][-1] == 100_000  # the paper's

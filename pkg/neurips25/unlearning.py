@@ -36,8 +36,9 @@ from .runtime import cap, make_trainer
 
 __all__ = [
     "METHODS", "LABELS", "model_jacobian", "project_orthogonal", "minnorm_og_step", "min_norm_interpolator",
-    "Unlearner", "unlearn", "Interpolator", "fit_interpolator", "sine_poisoning_data", "sine_mlp",
-    "sup_error", "tuning_grid", "backdoor_digits", "backdoor_metrics", "run_sine_sweep", "main",
+    "Unlearner", "unlearn", "Interpolator", "fit_interpolator", "fit_snapshots", "sine_poisoning_data", "sine_mlp",
+    "sup_error", "tuning_grid", "backdoor_digits", "backdoor_metrics", "run_sine_sweep", "run_spiky_sweep",
+    "SWEEP", "SPIKY", "main",
 ]
 
 METHODS = ("minnorm_og", "gd", "noisy_gd", "ga", "neggrad_plus", "ridge", "l1_sparse", "retrain")
@@ -292,18 +293,25 @@ class Interpolator(L.LightningModule):
     """
 
     def __init__(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor, steps: int = 2000,
-                 lr: float = 1e-3, loss: str = "mse", inner: int = 100):
+                 lr: float = 1e-3, loss: str = "mse", inner: int = 100, schedule: str = "cosine",
+                 snapshots: tuple[int, ...] = ()):
         super().__init__()
         _check_xy(x, y, "(x, y)")
         if not isinstance(steps, int) or not isinstance(inner, int) or steps < 1 or inner < 1 or steps % inner:
             raise ValueError(f"steps must be a positive multiple of inner, got steps={steps!r}, inner={inner!r}")
         if loss not in ("mse", "ce"):
             raise ValueError(f"loss must be 'mse' or 'ce', got {loss!r}")
+        if schedule not in ("cosine", "constant"):
+            raise ValueError(f"schedule must be 'cosine' or 'constant', got {schedule!r}")
+        if any(not isinstance(k, int) or k < 1 or k > steps or k % inner for k in snapshots):
+            raise ValueError(f"snapshots must be multiples of inner={inner} in [1, steps={steps}], got {snapshots!r}")
         self.save_hyperparameters(ignore=["model", "x", "y"])
         self.model = model
         self.automatic_optimization = False
         self.register_buffer("x", x.detach().clone(), persistent=False)
         self.register_buffer("y", y.detach().clone(), persistent=False)
+        self.snapshots: dict[int, dict[str, torch.Tensor]] = {}  # step -> state_dict copy
+        self._done = 0
 
     def train_dataloader(self):
         return DataLoader(_Steps(cap(self.hparams.steps // self.hparams.inner)), batch_size=None)
@@ -315,10 +323,16 @@ class Interpolator(L.LightningModule):
             opt.zero_grad()
             self.manual_backward(loss)
             opt.step()
-            sched.step()
+            if sched is not None:
+                sched.step()
+        self._done += self.hparams.inner
+        if self._done in self.hparams.snapshots:
+            self.snapshots[self._done] = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
 
     def configure_optimizers(self):
         opt = torch.optim.AdamW(self.model.parameters(), lr=self.hparams.lr)
+        if self.hparams.schedule == "constant":  # the paper's sine experiment: AdamW at a fixed lr
+            return opt
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, self.hparams.steps, eta_min=self.hparams.lr / 100)
         return [opt], [sched]
 
@@ -331,6 +345,29 @@ def fit_interpolator(model: nn.Module, x: torch.Tensor, y: torch.Tensor, steps: 
     model = module.model.cpu().eval()
     with torch.no_grad():
         return model, float(_loss(loss, model(x), y))
+
+
+def fit_snapshots(model: nn.Module, x: torch.Tensor, y: torch.Tensor, snapshots: tuple[int, ...],
+                  lr: float = 1e-3) -> dict[int, nn.Module]:
+    """One full-batch AdamW run at a constant ``lr`` (MSE) on (x, y), keeping a copy of the model
+    after each of the ``snapshots`` step counts: ``{steps: model on CPU}``.
+
+    With a constant learning rate the first k steps of a long run are a k-step run, so the snapshot
+    at k is exactly what ``fit_snapshots(..., (k,))`` returns. Under ``NEURIPS25_SMOKE=1`` the run is
+    capped and every snapshot is the (few-step) final model.
+    """
+    if not snapshots or list(snapshots) != sorted(set(snapshots)):
+        raise ValueError(f"snapshots must be a non-empty increasing sequence of step counts, got {snapshots!r}")
+    inner = math.gcd(*snapshots, 100)
+    module = Interpolator(model, x, y, snapshots[-1], lr, "mse", inner, "constant", tuple(snapshots))
+    make_trainer(1).fit(module)
+    out = {}
+    for k in snapshots:
+        m = copy.deepcopy(module.model).cpu().eval()
+        if k in module.snapshots:
+            m.load_state_dict(module.snapshots[k])
+        out[k] = m
+    return out
 
 
 # --- the data-poisoning experiment (Table 1) ---------------------------------------------------------
@@ -467,7 +504,20 @@ def run_sine_sweep(seeds=(0, 1, 2), budgets=(10, 100, 1000), tune_seeds=(100, 10
         if log:
             log(f"seed {s}: poisoned mse {mse:.2e} sup {out['poisoned'][str(s)]['sup']:.3f}")
 
-    def evaluate(m: str, T: int, hp: dict, which) -> tuple[list[float], list[float]]:
+    for T in budgets:
+        res = {}
+        for m in methods:
+            res[m] = _tune_and_evaluate(runs, m, T, seeds, tune_seeds, half_width)
+            if log:
+                log(f"T={T} {m}: median sup {res[m]['median_sup']:.3f} hp {res[m]['best_hp']}")
+        out["budgets"][str(T)] = res
+    return out
+
+
+def _tune_and_evaluate(runs: dict, m: str, T: int, seeds, tune_seeds, half_width: float) -> dict[str, Any]:
+    """Choose ``m``'s configuration from ``tuning_grid(m, T)`` by the mean sup-error on the held-out
+    ``tune_seeds`` and report it on the evaluation ``seeds``; ``runs[s] = (data, poisoned model)``."""
+    def evaluate(hp: dict, which) -> tuple[list[float], list[float]]:
         sups, rmse = [], []
         for s in which:
             d, model = runs[s]
@@ -477,21 +527,69 @@ def run_sine_sweep(seeds=(0, 1, 2), budgets=(10, 100, 1000), tune_seeds=(100, 10
                 rmse.append(float(nn.functional.mse_loss(u(d["xr"]), d["yr"])))
         return sups, rmse
 
-    for T in budgets:
-        res = {}
-        for m in methods:
-            grid = []
-            for hp in tuning_grid(m, T):
-                sups, _ = evaluate(m, T, hp, tune_seeds)
-                finite = all(map(math.isfinite, sups))
-                grid.append({"hp": hp, "tune_mean_sup": sum(sups) / len(sups) if finite else float("inf")})
-            best = min(grid, key=lambda r: r["tune_mean_sup"])
-            sups, rmse = evaluate(m, T, best["hp"], seeds)
-            res[m] = {"best_hp": best["hp"], "sup": sups, "retain_mse": rmse,
-                      "median_sup": float(torch.tensor(sups).median()), "grid": grid}
+    grid = []
+    for hp in tuning_grid(m, T):
+        sups, _ = evaluate(hp, tune_seeds)
+        finite = all(map(math.isfinite, sups))
+        grid.append({"hp": hp, "tune_mean_sup": sum(sups) / len(sups) if finite else float("inf")})
+    best = min(grid, key=lambda r: r["tune_mean_sup"])
+    sups, rmse = evaluate(best["hp"], seeds)
+    return {"best_hp": best["hp"], "sup": sups, "retain_mse": rmse,
+            "median_sup": float(torch.tensor(sups).median()), "grid": grid}
+
+
+@torch.no_grad()
+def _fit_diagnostics(model: nn.Module, d: dict, half_width: float) -> dict[str, float]:
+    """How close a poisoned model is to interpolating: train MSE, largest residual on the retain and
+    forget points, sup-error, and the largest first-layer weight (the slope a spike needs)."""
+    r_r, r_f = (model(d["xr"]) - d["yr"]).abs(), (model(d["xf"]) - d["yf"]).abs()
+    w1 = next(model.parameters())
+    return {"train_mse": float(torch.cat([r_r, r_f]).square().mean()), "max_res_retain": float(r_r.max()),
+            "max_res_forget": float(r_f.max()), "sup": sup_error(model, half_width),
+            "max_w1": float(w1.abs().max())}
+
+
+def run_spiky_sweep(seeds=(0, 1, 2), tune_seeds=(100,), checkpoints=(5000, 10_000, 20_000), budgets=(10, 100),
+                    methods=("minnorm_og", "gd"), lr: float = 1e-3, half_width: float = 5 * math.pi,
+                    log=None) -> dict[str, Any]:
+    """The paper's own ("spiky") sine setup: x on [−5π, 5π], the five poison points drawn uniformly
+    (no minimum gap to the retain points), the poisoned network trained by full-batch AdamW at the
+    paper's constant lr = 10⁻³ — here for ``checkpoints[-1]`` steps instead of the paper's 100,000,
+    unlearning from the snapshot after each of ``checkpoints`` steps (a trend toward the paper's
+    length). Each method is tuned as in :func:`run_sine_sweep` (same grid, held-out seeds).
+    """
+    if set(seeds) & set(tune_seeds):
+        raise ValueError(f"seeds and tune_seeds must be disjoint, got {seeds} and {tune_seeds}")
+    if not seeds or not tune_seeds:
+        raise ValueError("seeds and tune_seeds must be non-empty")
+    bad = [m for m in methods if m not in METHODS]
+    if bad:
+        raise ValueError(f"methods must be among {METHODS}, got {bad}")
+    out: dict[str, Any] = {"config": {"seeds": list(seeds), "tune_seeds": list(tune_seeds), "lr": lr,
+                                      "checkpoints": list(checkpoints), "budgets": list(budgets),
+                                      "half_width": half_width, "methods": list(methods)},
+                           "data": {}, "poisoned": {}, "checkpoints": {}}
+    snaps = {}
+    for s in (*tune_seeds, *seeds):
+        d = sine_poisoning_data(s, half_width=half_width, min_gap=0.0)
+        gaps = (d["xf"] - d["xr"].T).abs().min(1).values
+        out["data"][str(s)] = {"poison_gaps": [float(g) for g in gaps]}
+        models = fit_snapshots(sine_mlp(s), torch.cat([d["xr"], d["xf"]]), torch.cat([d["yr"], d["yf"]]),
+                               tuple(checkpoints), lr)
+        snaps[s] = (d, models)
+        out["poisoned"][str(s)] = {str(k): _fit_diagnostics(m, d, half_width) for k, m in models.items()}
+        if log:
+            log(f"seed {s}: min gap {float(gaps.min()):.3f}; " + "; ".join(
+                f"{k}: mse {v['train_mse']:.1e} forget res {v['max_res_forget']:.2f}"
+                for k, v in out["poisoned"][str(s)].items()))
+    for k in checkpoints:
+        runs = {s: (d, models[k]) for s, (d, models) in snaps.items()}
+        res: dict[str, Any] = {}
+        for T in budgets:
+            res[str(T)] = {m: _tune_and_evaluate(runs, m, T, seeds, tune_seeds, half_width) for m in methods}
             if log:
-                log(f"T={T} {m}: median sup {res[m]['median_sup']:.3f} hp {best['hp']}")
-        out["budgets"][str(T)] = res
+                log(f"steps {k} T={T}: " + ", ".join(f"{m} {r['median_sup']:.2f}" for m, r in res[str(T)].items()))
+        out["checkpoints"][str(k)] = res
     return out
 
 
@@ -502,6 +600,15 @@ def run_sine_sweep(seeds=(0, 1, 2), budgets=(10, 100, 1000), tune_seeds=(100, 10
 SWEEP = {
     "small": dict(seeds=3, budgets=[10, 100, 1000], tune_seeds=[100, 101], steps=3000),
     "full": dict(seeds=10, budgets=[10, 100, 1000], tune_seeds=[100, 101, 102], steps=20_000),
+}
+
+#: The paper's spiky setup behind ``unlearning_spiky.json`` (``--experiment spiky``). The paper trains
+#: the poisoned network 100,000 full-batch AdamW epochs at lr 10⁻³ on [−5π, 5π] and reports the median of
+#: 10 trials at T = 10 / 100 / 1000; ``small`` stops at 20,000 steps (snapshots at 5k / 10k / 20k, 3 seeds,
+#: one tuning seed, T = 10 / 100: ~10 CPU-minutes), ``full`` runs the paper's 100,000 steps over 10 seeds.
+SPIKY = {
+    "small": dict(seeds=3, tune_seeds=[100], checkpoints=[5000, 10_000, 20_000], budgets=[10, 100]),
+    "full": dict(seeds=10, tune_seeds=[100, 101, 102], checkpoints=[10_000, 30_000, 100_000], budgets=[10, 100]),
 }
 
 
@@ -516,15 +623,25 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--budgets", type=int, nargs="+", default=None)
     p.add_argument("--tune-seeds", type=int, nargs="+", default=None)
     p.add_argument("--steps", type=int, default=None, help="training steps of the poisoned model")
+    p.add_argument("--experiment", choices=("table1", "spiky"), default="table1",
+                   help="table1: the chapter's sweep (unlearning.json); spiky: the paper's own setup "
+                        "(unlearning_spiky.json, settings SPIKY[scale])")
     a = p.parse_args(argv)
-    cfg = {k: (v if getattr(a, k) is None else getattr(a, k)) for k, v in SWEEP[a.scale].items()}
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.set_num_threads(1)  # 90k-parameter model: thread synchronisation costs more than it saves
+    cmd = "python -m neurips25.unlearning " + " ".join(argv if argv is not None else sys.argv[1:])
+    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    if a.experiment == "spiky":
+        cfg = dict(SPIKY[a.scale])
+        seeds, tune, ks = list(range(cfg["seeds"])), list(cfg["tune_seeds"]), list(cfg["checkpoints"])
+        data = run_spiky_sweep(tuple(seeds[:cap(len(seeds))]), tuple(tune[:cap(len(tune))]),
+                               tuple(ks[-cap(len(ks)):]), tuple(cfg["budgets"]), log=log)
+        print(save_results("unlearning_spiky", data, cmd.strip(), seed=0, path=a.out, scale=a.scale))
+        return
+    cfg = {k: (v if getattr(a, k) is None else getattr(a, k)) for k, v in SWEEP[a.scale].items()}
     seeds, budgets, tune = list(range(cfg["seeds"])), list(cfg["budgets"]), list(cfg["tune_seeds"])
     data = run_sine_sweep(tuple(seeds[:cap(len(seeds))]), tuple(budgets[:cap(len(budgets))]),
-                          tuple(tune[:cap(len(tune))]), steps=cfg["steps"],
-                          log=lambda s: print(s, file=sys.stderr, flush=True))
-    cmd = "python -m neurips25.unlearning " + " ".join(argv if argv is not None else sys.argv[1:])
+                          tuple(tune[:cap(len(tune))]), steps=cfg["steps"], log=log)
     print(save_results("unlearning", data, cmd.strip(), seed=0, path=a.out, scale=a.scale))
 
 
