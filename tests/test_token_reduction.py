@@ -243,3 +243,63 @@ def test_sweep_small_is_the_stored_sweep():
     assert [r["seed"] for r in stored["data"]["runs"]] == small["seeds"]
     curve = stored["data"]["runs"][0]["finetuned_curve"]["ours"]
     assert sorted(map(float, curve)) == sorted(small["ft_keeps"]) and set(SWEEP["full"]) == set(small)
+
+
+def test_vit64_helpers_validate_and_run_on_device(images, any_device):
+    """The 64-token model's helpers: input checks, and a shipped (encoded) state_dict loaded onto
+    ``any_device`` gives the model it was saved from (training-free accuracy, MACs and energies)."""
+    from neurips25.token_reduction import (
+        VIT64,
+        decode_state,
+        encode_state,
+        load_vit64,
+        plan_for,
+        reduced_energies,
+        run_vit64,
+        train_vit64,
+        training_free,
+    )
+
+    with pytest.raises(ValueError, match="name must be one of"):
+        plan_for("merge-all", 0.7, (1,))
+    with pytest.raises(ValueError, match="epochs must be"):
+        train_vit64(0, epochs=0)
+    with pytest.raises(TypeError, match="state must be"):
+        encode_state({"w": 1.0})
+    with pytest.raises(ValueError, match="text must be"):
+        decode_state("")
+    with pytest.raises(ValueError, match="stored must be"):
+        load_vit64(0, {"data": {}})
+    seed_everything(0)
+    net = TinyViT(**VIT64).eval()
+    stored = {"data": {"weights": {"0": encode_state(net.state_dict())}}}
+    with pytest.raises(ValueError, match="seed must be one of"):
+        load_vit64(1, stored)
+    m = load_vit64(0, stored, device=any_device)
+    assert next(m.parameters()).device.type == any_device.type and m.n_patches == 64
+    X, y = images[:3], torch.arange(3)
+    with pytest.raises(ValueError, match="X and y"):
+        training_free(m, X, y[:2], (2, 4), (0.7,))
+    with pytest.raises(ValueError, match="ft_keep"):
+        run_vit64(m, {"test": (X, y)}, keep_ratios=(0.5,), ft_keep=0.7)
+    tf = training_free(m, X, y, (2, 4), (0.7,), ("ours", "ToMe"))
+    assert tf["acc"]["ours"]["0.7"] == evaluate(net, X, y, plan_for("ours", 0.7, (2, 4)))
+    assert tf["macs"]["ToMe"]["0.7"] < measure_macs(m)
+    e = reduced_energies(m, X, (2, 4), 0.7, ("ours",), sized=True)
+    assert set(e) == {"no reduction", "ours"} and len(e["ours"]) == VIT64["depth"]
+
+
+def test_vit64_sweep_small_is_the_stored_one():
+    """``python -m neurips25.token_reduction --model vit64`` (VIT64_SWEEP["small"]) wrote the stored
+    measurements with the shipped weights (one state_dict per seed, a few MB in all)."""
+    from neurips25.results import load_results, results_path
+    from neurips25.token_reduction import VIT64_SWEEP, load_vit64
+
+    stored, small = load_results("token_reduction_vit64"), VIT64_SWEEP["small"]
+    assert stored["command"].endswith("--model vit64 --seeds " + " ".join(map(str, small["seeds"])))
+    assert [r["seed"] for r in stored["data"]["runs"]] == small["seeds"]
+    assert sorted(stored["data"]["weights"]) == [str(s) for s in small["seeds"]]
+    assert results_path("token_reduction_vit64").stat().st_size < 6e6
+    assert set(VIT64_SWEEP["full"]) == set(small)
+    assert sorted(map(float, stored["data"]["runs"][0]["acc"]["ours"])) == sorted(small["keep_ratios"])
+    assert load_vit64(small["seeds"][-1], stored).depth == 8

@@ -19,7 +19,8 @@ Methods (``METHODS``):
 * ``"random"``   -- keep a random subset.
 
 The code lives in submodules -- ``core`` (frequency tools, bookkeeping, reducers), ``vit`` (the
-tiny ViT), ``diagnostics``, ``training`` (Lightning) and ``experiment`` -- and is re-exported here.
+tiny ViT), ``diagnostics``, ``training`` (Lightning), ``experiment`` and ``vit64`` (the over-smoothed 64-token model, trained once
+and shipped) -- and is re-exported here.
 """
 from .core import (
     METHODS,
@@ -43,14 +44,36 @@ from .diagnostics import (
     measure_macs,
     measure_throughput,
 )
-from .experiment import SWEEP, VARIANTS, main, run_experiment, single_thread
+from .experiment import (
+    MAIN_VARIANTS,
+    SWEEP,
+    VARIANTS,
+    main,
+    plan_for,
+    reduced_energies,
+    run_experiment,
+    single_thread,
+    training_free,
+)
 from .training import ReducedFineTuner, ViTClassifier, digits_loaders, fine_tune, train_tiny_vit
 from .vit import Attention, LayerTrace, TinyViT
+from .vit64 import (
+    VIT64,
+    VIT64_SWEEP,
+    decode_state,
+    encode_state,
+    load_vit64,
+    main_vit64,
+    run_vit64,
+    train_vit64,
+)
 
 __all__ = [
     "METHODS", "ReductionPlan", "TokenState", "TinyViT", "Attention", "LayerTrace", "ViTClassifier",
     "ReducedFineTuner", "high_pass", "hf_energy", "hf_scores", "window_ids", "reduce_ours", "reduce_evit",
     "reduce_tome", "reduce_random", "apply_reduction", "evaluate", "dc_cosine_stats", "hf_lf_partition",
     "hf_energy_per_layer", "measure_macs", "measure_throughput", "digits_loaders", "train_tiny_vit",
-    "fine_tune", "SWEEP", "VARIANTS", "single_thread", "run_experiment", "main",
+    "fine_tune", "SWEEP", "VARIANTS", "MAIN_VARIANTS", "single_thread", "run_experiment", "main", "plan_for",
+    "training_free", "reduced_energies", "VIT64", "VIT64_SWEEP", "encode_state", "decode_state", "train_vit64", "load_vit64",
+    "run_vit64", "main_vit64",
 ]

@@ -1,10 +1,11 @@
 """The chapter's experiment: live for one seed in the notebook, over seeds by the CLI."""
 from __future__ import annotations
 
+import torch
+
 from ..runtime import cap, single_thread
-from .core import (
-    ReductionPlan,
-)
+from ..vision import TinyViT
+from .core import ReductionPlan
 from .diagnostics import dc_cosine_stats, evaluate, hf_energy_per_layer, measure_macs
 from .training import fine_tune, train_tiny_vit
 
@@ -17,6 +18,9 @@ VARIANTS = {
     "random": dict(method="random"), "keep LF": dict(method="keep_lf"),
     "ours (log-size)": dict(method="ours", proportional=True),
 }
+
+#: The five reducers of the main comparison (HF energy, figures, fine-tuning curves).
+MAIN_VARIANTS = ("ours", "EViT", "ToMe", "random", "keep LF")
 
 #: A second schedule, spaced like the paper's blocks 4/7/10 of 12 (every other block instead of three
 #: in a row): training-free accuracy of these variants at ``ft_keep`` only (a diagnostic).
@@ -32,6 +36,43 @@ SWEEP = {
     "small": dict(seeds=[0, 1, 2], epochs=7, ft_epochs=2, ft_keeps=(0.5, 0.7, 0.85)),
     "full": dict(seeds=[0, 1, 2, 3, 4], epochs=40, ft_epochs=10, ft_keeps=(0.5, 0.6, 0.7, 0.85)),
 }
+
+
+def plan_for(name: str, keep_ratio: float, layers, **extra) -> ReductionPlan:
+    """The :class:`ReductionPlan` of variant ``name`` (a label of :data:`VARIANTS`)."""
+    if name not in VARIANTS:
+        raise ValueError(f"name must be one of {tuple(VARIANTS)}, got {name!r}")
+    return ReductionPlan(keep_ratio=keep_ratio, layers=tuple(layers), **VARIANTS[name], **extra)
+
+
+def training_free(model: TinyViT, X: torch.Tensor, y: torch.Tensor, layers, keep_ratios,
+                  names=MAIN_VARIANTS) -> dict:
+    """Training-free test accuracy and measured MACs of each variant (label of ``VARIANTS``) at each
+    keep ratio: ``{"acc": {name: {str(kr): acc}}, "macs": {name: {str(kr): macs}}}``. Variants that
+    cannot run at a ratio (too few tokens for their DC windows) are left out."""
+    if len(X) != len(y) or len(X) == 0:
+        raise ValueError(f"X and y must be non-empty and of equal length, got {len(X)} and {len(y)}")
+    out: dict = {"acc": {}, "macs": {}}
+    for kr in keep_ratios:
+        for name in names:
+            try:
+                plan = plan_for(name, kr, layers)
+                acc = evaluate(model, X, y, plan)
+            except ValueError:      # e.g. too few tokens for 4 DC windows
+                continue
+            out["acc"].setdefault(name, {})[str(kr)] = acc
+            out["macs"].setdefault(name, {})[str(kr)] = measure_macs(model, plan)
+    return out
+
+
+def reduced_energies(model: TinyViT, X: torch.Tensor, layers, keep_ratio: float, names=MAIN_VARIANTS,
+                     sized: bool = False) -> dict[str, list[float]]:
+    """Relative HF energy per block of the unreduced model and of each variant at ``keep_ratio``
+    (per token, or on the unmerged map with ``sized``)."""
+    out = {"no reduction": hf_energy_per_layer(model, X).tolist()}
+    for name in names:
+        out[name] = hf_energy_per_layer(model, X, plan_for(name, keep_ratio, layers), sized=sized).tolist()
+    return out
 
 
 def run_experiment(seed: int = 0, epochs: int = 7, ft_epochs: int = 2, layers=(1, 2, 3),
@@ -55,27 +96,14 @@ def _run_experiment(seed, epochs, ft_epochs, layers, keep_ratios, ft_keep, ft_ke
     model, splits = train_tiny_vit(seed, epochs)
     X, y = splits["test"]
     out: dict = {"seed": seed, "acc_full": evaluate(model, X, y), "macs_full": measure_macs(model),
-                 "acc": {}, "macs": {}, "finetuned": {}, "hf_energy": {}}
-    for kr in keep_ratios:
-        for name, kw in VARIANTS.items():
-            try:
-                plan = ReductionPlan(keep_ratio=kr, layers=tuple(layers), **kw)
-                acc = evaluate(model, X, y, plan)
-            except ValueError:      # e.g. too few tokens for 4 DC windows
-                continue
-            out["acc"].setdefault(name, {})[str(kr)] = acc
-            out["macs"].setdefault(name, {})[str(kr)] = measure_macs(model, plan)
+                 **training_free(model, X, y, layers, keep_ratios, tuple(VARIANTS)), "finetuned": {}}
     out["acc_alt_layers"] = {
         name: evaluate(model, X, y, ReductionPlan(keep_ratio=ft_keep, layers=ALT_LAYERS, **VARIANTS[name]))
         for name in ALT_VARIANTS}
     out["macs_alt_layers"] = measure_macs(model, ReductionPlan(keep_ratio=ft_keep, layers=ALT_LAYERS))
-    out["hf_energy"]["no reduction"] = hf_energy_per_layer(model, X).tolist()
-    out["hf_energy_sized"] = {"no reduction": out["hf_energy"]["no reduction"]}
+    out["hf_energy"] = reduced_energies(model, X, layers, ft_keep)
+    out["hf_energy_sized"] = reduced_energies(model, X, layers, ft_keep, sized=True)
     out["hf_energy_ft"] = {}
-    for name in ("ours", "EViT", "ToMe", "random", "keep LF"):
-        plan = ReductionPlan(keep_ratio=ft_keep, layers=tuple(layers), **VARIANTS[name])
-        out["hf_energy"][name] = hf_energy_per_layer(model, X, plan).tolist()
-        out["hf_energy_sized"][name] = hf_energy_per_layer(model, X, plan, sized=True).tolist()
     cos, ctl = dc_cosine_stats(model, X), dc_cosine_stats(model, X, control=True, seed=seed)
     out["cosine"] = {"lf": cos["lf"].tolist(), "hf": cos["hf"].tolist(),
                      "control_lf": ctl["lf"].tolist(), "control_hf": ctl["hf"].tolist()}
@@ -98,9 +126,10 @@ def _run_experiment(seed, epochs, ft_epochs, layers, keep_ratios, ft_keep, ft_ke
 
 
 def main(argv=None) -> None:
-    """``python -m neurips25.token_reduction [--scale small|full] [--seeds 0 1 2]``: the experiment over
-    seeds (settings: ``SWEEP[scale]``), stored in ``notebooks/results/token_reduction.json`` (small) or
-    ``token_reduction.full.json`` (full)."""
+    """``python -m neurips25.token_reduction [--scale small|full] [--seeds 0 1 2] [--model tiny|vit64]``:
+    the experiment over seeds (settings: ``SWEEP[scale]``), stored in
+    ``notebooks/results/token_reduction.json`` (small) or ``token_reduction.full.json`` (full); with
+    ``--model vit64`` the 64-token ViT is trained and shipped instead (see :mod:`.vit64`)."""
     import argparse
 
     from ..results import add_scale_arguments, save_results
@@ -108,7 +137,15 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m neurips25.token_reduction", description=main.__doc__)
     add_scale_arguments(ap)
     ap.add_argument("--seeds", type=int, nargs="+", default=None, help="override SWEEP[scale]['seeds']")
+    ap.add_argument("--model", choices=("tiny", "vit64"), default="tiny",
+                    help="tiny: the 17-token ViT (token_reduction.json); vit64: train and ship the "
+                         "64-token ViT (token_reduction_vit64.json with its weights, VIT64_SWEEP[scale])")
     args = ap.parse_args(argv)
+    if args.model == "vit64":
+        from .vit64 import main_vit64
+
+        print(main_vit64(args.scale, args.seeds, args.out))
+        return
     cfg = dict(SWEEP[args.scale])
     seeds = cfg.pop("seeds") if args.seeds is None else args.seeds
     cfg.pop("seeds", None)
