@@ -301,7 +301,7 @@ def test_cli_rejects_unknown_methods():
 
 def test_sweep_small_is_the_stored_sweep():
     """``python -m neurips25.leff`` (SWEEP["small"]) regenerates notebooks/results/leff.json."""
-    from neurips25.leff.experiment import METHODS, SWEEP
+    from neurips25.leff.experiment import METHODS, SWEEP, TUNED
     from neurips25.results import load_results
 
     data = load_results("leff")["data"]
@@ -311,6 +311,41 @@ def test_sweep_small_is_the_stored_sweep():
         assert sorted(by_alpha, key=float) == [str(a) for a in small["alphas"]]
         assert all(sorted(map(int, by_seed)) == small["seeds"] for by_seed in by_alpha.values())
     assert set(SWEEP["full"]) == set(small) and {"0.1", "1.0"} <= {str(a) for a in SWEEP["full"]["alphas"][:2]}
+    tuning, grid = data["tuning"], small["tune"]
+    assert set(tuning["selected"]) == set(tuning["validation"]) == set(TUNED) and tuning["alpha"] == grid["alpha"]
+    for by_lr in tuning["validation"].values():   # equal budgets: the same grid and seeds for every method
+        assert sorted(map(float, by_lr)) == sorted(grid["lrs"])
+        assert all(sorted(map(int, by_seed)) == grid["seeds"] for by_seed in by_lr.values())
+    for name, lr in tuning["selected"].items():   # re-run on the test split exactly where the lr changed
+        assert (name in tuning["runs"]) == (lr != METHODS[name].lr)
+
+
+def test_validation_split_is_held_out_of_the_clients_data():
+    from neurips25.leff import task_data
+
+    base, tuned = task_data(0), task_data(0, val_fraction=0.25)
+    n = len(base["train"][1])
+    assert len(tuned["train"][1]) + len(tuned["val"][1]) == n and len(tuned["val"][1]) == int(np.ceil(0.25 * n))
+    assert torch.equal(tuned["test"][0], base["test"][0]) and "val" not in base
+    with pytest.raises(ValueError, match="val_fraction"):
+        task_data(0, val_fraction=1.0)
+
+
+def test_final_accuracy_and_tune_validation():
+    from neurips25.leff import final_accuracy, tune_lr
+
+    assert final_accuracy([0.1, 0.5, 0.6, 0.7]) == pytest.approx(0.6)
+    assert final_accuracy([0.4], last=3) == pytest.approx(0.4)
+    with pytest.raises(ValueError, match="acc"):
+        final_accuracy([])
+    with pytest.raises(ValueError, match="last"):
+        final_accuracy([0.5], last=0)
+    with pytest.raises(ValueError, match="methods"):
+        tune_lr(["LEFF (typo)"])
+    with pytest.raises(ValueError, match="lrs"):
+        tune_lr(lrs=[0.0])
+    with pytest.raises(ValueError, match="val_fraction"):
+        tune_lr(val_fraction=0.0)
 
 
 def test_model_side_on_any_device(any_device):

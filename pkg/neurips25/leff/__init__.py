@@ -21,7 +21,19 @@ from .core import (
     layerwise_aggregate,
     taylor_importance,
 )
-from .experiment import METHODS, SWEEP, leff_client_cost, main, pretrain, run_method, sweep, task_data
+from .experiment import (
+    METHODS,
+    SWEEP,
+    TUNED,
+    final_accuracy,
+    leff_client_cost,
+    main,
+    pretrain,
+    run_method,
+    sweep,
+    task_data,
+    tune_lr,
+)
 from .federation import KINDS, Client, ClientPlan, LocalFit, Method, Server, trainable_names
 from .model import (
     Cost,
@@ -49,5 +61,5 @@ __all__ = [
     "Cost", "LayerDistiller", "LoRALinear", "ModelSpec", "add_lora", "build_model", "compress_segment", "compress_segments",
     "compression_groups", "distill_loss", "n_compressed", "round_time", "run_blocks", "set_trainable", "step_cost",
     "submodel",
-    "task_data", "pretrain", "leff_client_cost", "run_method", "sweep", "main",
+    "task_data", "pretrain", "leff_client_cost", "run_method", "sweep", "main", "TUNED", "final_accuracy", "tune_lr",
 ]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -38,19 +39,31 @@ METHODS = {
 #: and ``leff.full.json`` (``full``, for a GPU). The paper fine-tunes 12-layer DeBERTaV3-Base (GLUE) and
 #: GPT-2 Medium (E2E) over many rounds with Dirichlet alpha = 0.05; ``full`` moves toward that on the tiny
 #: ViT: the paper's alpha = 0.05 beside 0.1 and 1, 40 rounds of K = 20 local steps after 30 pre-training
-#: epochs, 5 seeds. ``run`` holds the :func:`run_method` arguments.
+#: epochs, 5 seeds. ``run`` holds the :func:`run_method` arguments. ``tune`` is the equal-budget
+#: learning-rate study (:func:`tune_lr`): the same grid for every compared method, selected on a
+#: validation split of the clients' data at the hardest alpha (small: seed 0 at alpha = 0.1; full: 3
+#: seeds at the paper's alpha = 0.05 and a wider grid).
 SWEEP = {
-    "small": dict(seeds=[0, 1, 2], alphas=[0.1, 1.0], run=dict(rounds=15)),
+    "small": dict(seeds=[0, 1, 2], alphas=[0.1, 1.0], run=dict(rounds=15),
+                  tune=dict(lrs=[1e-3, 3e-3, 1e-2], alpha=0.1, seeds=[0])),
     "full": dict(seeds=[0, 1, 2, 3, 4], alphas=[0.1, 1.0, 0.05],
-                 run=dict(rounds=40, local_steps=20, pretrain_epochs=30)),
+                 run=dict(rounds=40, local_steps=20, pretrain_epochs=30),
+                 tune=dict(lrs=[3e-4, 1e-3, 3e-3, 1e-2], alpha=0.05, seeds=[0, 1, 2])),
 }
 
+#: The methods the headline claims compare, tuned with equal budgets by :func:`tune_lr`.
+TUNED = ("FedAvg", "FedBitFit", "FedLoRA", "LEFF")
 
-def task_data(seed: int = 0, proxy_size: int = 128) -> dict:
+
+def task_data(seed: int = 0, proxy_size: int = 128, val_fraction: float = 0.0) -> dict:
     """Upstream task: digits 0-4 (pre-training; its images double as the public, unlabelled proxy
-    set). Downstream task: digits 5-9 (labels 0-4), stratified 60% train (the clients' data) / 40% test."""
+    set). Downstream task: digits 5-9 (labels 0-4), stratified 60% train (the clients' data) / 40% test.
+    ``val_fraction > 0`` also holds out that (stratified) share of the training split as ``"val"``
+    for tuning; the clients then hold only the rest, and the test split is the same."""
     from sklearn.model_selection import train_test_split
 
+    if not (isinstance(val_fraction, (int, float)) and 0 <= val_fraction < 1):
+        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction!r}")
     X, y = load_digits_tensors()
     up = y < 5
     Xd, yd = X[~up], y[~up] - 5
@@ -58,7 +71,13 @@ def task_data(seed: int = 0, proxy_size: int = 128) -> dict:
     g = torch.Generator().manual_seed(seed)
     Xu, yu = X[up], y[up]
     proxy = Xu[torch.randperm(len(Xu), generator=g)[:proxy_size]]
-    return {"upstream": (Xu, yu), "train": (Xd[tr], yd[tr]), "test": (Xd[te], yd[te]), "proxy": proxy}
+    out = {"upstream": (Xu, yu), "train": (Xd[tr], yd[tr]), "test": (Xd[te], yd[te]), "proxy": proxy}
+    if val_fraction > 0:
+        Xt, yt = out["train"]
+        fit, val = train_test_split(np.arange(len(yt)), test_size=val_fraction, random_state=seed,
+                                    stratify=yt.numpy())
+        out.update(train=(Xt[fit], yt[fit]), val=(Xt[val], yt[val]))
+    return out
 
 
 @lru_cache(maxsize=4)
@@ -87,12 +106,14 @@ def pretrain(seed: int = 0, epochs: int = 10) -> nn.Module:
 
 def run_method(method: Method, alpha: float = 0.1, seed: int = 0, rounds: int = 15, n_clients: int = 8,
                levels=(1, 2, 3), local_steps: int = 10, batch_size: int = 32, pretrain_epochs: int = 10,
-               cost: bool = True) -> dict:
+               cost: bool = True, val_fraction: float = 0.0) -> dict:
     """One federated fine-tuning run: accuracy after every round, and per-client costs of a local step
     (trainable parameters, FLOPs, memory estimate) with the simulated round time, where client ``i``'s
-    speed is proportional to its capacity ``L_i`` (a capacity-1 client is 3x slower than a capacity-3 one)."""
+    speed is proportional to its capacity ``L_i`` (a capacity-1 client is 3x slower than a capacity-3 one).
+    ``val_fraction > 0``: a tuning run -- the clients hold the training split less that share, and
+    ``acc`` is measured on the held-out share (:func:`task_data`), never on the test split."""
     with single_thread():
-        data = task_data(seed)
+        data = task_data(seed, val_fraction=val_fraction)
         Xtr, ytr = data["train"]
         n_clients = cap(n_clients, len(levels))   # NEURIPS25_SMOKE=1: one client per capacity level
         parts = dirichlet_split(ytr, n_clients, alpha, seed)
@@ -116,7 +137,7 @@ def run_method(method: Method, alpha: float = 0.1, seed: int = 0, rounds: int = 
                 row.append(cache[key])
             costs.append(row)
 
-        acc = server.run(cap(rounds), *data["test"], on_round=on_round)
+        acc = server.run(cap(rounds), *data["val" if val_fraction > 0 else "test"], on_round=on_round)
     out = {"acc": acc, "blocks": blocks, "capacities": list(caps),
            "sizes": [len(p) for p in parts],
            "importance": None if server.importance is None else server.importance.tolist()}
@@ -141,10 +162,56 @@ def sweep(seeds=(0, 1, 2), alphas=(0.1, 1.0), methods=None, **kw) -> dict:
     return out
 
 
+def final_accuracy(acc, last: int = 3) -> float:
+    """The chapter's "final accuracy": the mean over the last ``last`` rounds (accuracy swings from
+    round to round under non-IID data, so one round is a noisy read-out)."""
+    a = np.asarray(acc, dtype=float)
+    if a.ndim != 1 or len(a) == 0:
+        raise ValueError(f"acc must be a non-empty 1-D sequence of accuracies, got shape {a.shape}")
+    if not isinstance(last, int) or last < 1:
+        raise ValueError(f"last must be a positive int, got {last!r}")
+    return float(a[-last:].mean())
+
+
+def tune_lr(methods=TUNED, lrs=(1e-3, 3e-3, 1e-2), alpha: float = 0.1, seeds=(0,), test_seeds=(0, 1, 2),
+            test_alphas=(0.1, 1.0), val_fraction: float = 0.25, **kw) -> dict:
+    """Equal-budget learning-rate selection: every method in ``methods`` runs every ``lr`` of the same
+    grid on a validation split (``val_fraction`` of the clients' data held out, :func:`run_method`) at
+    ``alpha`` for ``seeds``, and keeps the lr with the best seed-mean :func:`final_accuracy` there.
+    Methods whose selected lr differs from :data:`METHODS`' are then re-run on the test split
+    (``test_seeds`` x ``test_alphas``); the others' test runs are the main sweep's.
+    Returns ``{"validation": {method: {lr: {seed: acc}}}, "selected": {method: lr}, "runs": {...}}``."""
+    methods, lrs, seeds = list(methods), [float(lr) for lr in lrs], list(seeds)
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"methods {unknown} are not in METHODS ({list(METHODS)})")
+    if not lrs or any(not lr > 0 for lr in lrs):
+        raise ValueError(f"lrs must be a non-empty list of positive learning rates, got {lrs!r}")
+    if not seeds or not 0 < val_fraction < 1:
+        raise ValueError(f"seeds must be non-empty and val_fraction in (0, 1), got {seeds!r}, {val_fraction!r}")
+    methods, lrs, seeds = methods[:cap(len(methods))], lrs[:cap(len(lrs))], seeds[:cap(len(seeds), 1)]
+    val: dict = {}
+    for name in methods:
+        for lr in lrs:
+            for s in seeds:
+                run = run_method(replace(METHODS[name], lr=lr), alpha, s, cost=False, val_fraction=val_fraction, **kw)
+                val.setdefault(name, {}).setdefault(str(lr), {})[str(s)] = run["acc"]
+    selected = {name: max(lrs, key=lambda lr: np.mean([final_accuracy(a) for a in val[name][str(lr)].values()]))
+                for name in methods}
+    runs: dict = {}
+    for name, lr in selected.items():
+        if lr != METHODS[name].lr:
+            for a in list(test_alphas)[:cap(len(test_alphas))]:
+                for s in list(test_seeds)[:cap(len(test_seeds), 1)]:
+                    runs.setdefault(name, {}).setdefault(str(a), {})[str(s)] = run_method(
+                        replace(METHODS[name], lr=lr), a, s, cost=False, **kw)
+    return {"validation": val, "selected": selected, "runs": runs, "alpha": alpha, "val_fraction": val_fraction}
+
+
 def main(argv=None) -> None:
-    """``python -m neurips25.leff [--scale small|full] [--seeds 0 1 2] [--rounds 15]``: the sweep
-    (settings: ``SWEEP[scale]``), stored in ``notebooks/results/leff.json`` (small) or ``leff.full.json``
-    (full)."""
+    """``python -m neurips25.leff [--scale small|full] [--seeds 0 1 2] [--rounds 15] [--tune]``: the sweep
+    (settings: ``SWEEP[scale]``) and the equal-budget learning-rate study (``SWEEP[scale]["tune"]``),
+    stored in ``notebooks/results/leff.json`` (small) or ``leff.full.json`` (full)."""
     from ..results import add_scale_arguments, load_results, results_path, save_results
 
     p = argparse.ArgumentParser(prog="python -m neurips25.leff", description=main.__doc__)
@@ -155,6 +222,8 @@ def main(argv=None) -> None:
     p.add_argument("--methods", nargs="+", default=list(METHODS))
     p.add_argument("--merge", action="store_true",
                    help="add these runs to the stored sweep instead of replacing it (same --rounds)")
+    p.add_argument("--tune", action="store_true",
+                   help="run only the learning-rate study and store it in the existing sweep's file")
     args = p.parse_args(argv)
     unknown = [m for m in args.methods if m not in METHODS]
     if unknown:
@@ -163,21 +232,38 @@ def main(argv=None) -> None:
     seeds = cfg["seeds"] if args.seeds is None else args.seeds
     alphas = cfg["alphas"] if args.alphas is None else args.alphas
     run = {**cfg["run"], **({} if args.rounds is None else {"rounds": args.rounds})}
+    flag = "--scale full " if args.scale == "full" else ""
+    path = args.out if args.out else results_path("leff", args.scale)
+
+    def study():
+        return tune_lr(TUNED, test_seeds=seeds, test_alphas=alphas, **cfg["tune"], **run)
+
+    def stored(option):   # the sweep to add to; it must have been run with these rounds
+        old = load_results("leff", path, scale=args.scale)
+        if old["data"]["rounds"] != run["rounds"]:
+            p.error(f"{option} needs --rounds {old['data']['rounds']} (the stored sweep's)")
+        return old
+
+    if args.tune:
+        old = stored("--tune")
+        data, cmd = {**old["data"], "tuning": study()}, old["command"] + f"; python -m neurips25.leff {flag}--tune"
+        print(save_results("leff", data, cmd, seed=old["seed"], path=args.out, scale=args.scale))
+        return
     runs = sweep(seeds, alphas, args.methods, **run)
-    cmd = ("python -m neurips25.leff " + ("--scale full " if args.scale == "full" else "") + "--seeds "
+    cmd = ("python -m neurips25.leff " + flag + "--seeds "
            + " ".join(map(str, seeds)) + " --alphas " + " ".join(map(str, alphas)) + f" --rounds {run['rounds']}")
     if args.methods != list(METHODS):
         cmd += " --methods " + " ".join(f"'{m}'" for m in args.methods)
+    data = {"runs": runs, "rounds": run["rounds"]}
     if args.merge:
-        old = load_results("leff", args.out if args.out else results_path("leff", args.scale), scale=args.scale)
-        if old["data"]["rounds"] != run["rounds"]:
-            p.error(f"--merge needs --rounds {old['data']['rounds']} (the stored sweep's)")
+        old = stored("--merge")
         for name, by_alpha in runs.items():
             for a, by_seed in by_alpha.items():
                 old["data"]["runs"].setdefault(name, {}).setdefault(a, {}).update(by_seed)
-        runs, cmd = old["data"]["runs"], old["command"] + "; " + cmd + " --merge"
-    print(save_results("leff", {"runs": runs, "rounds": run["rounds"]}, cmd, seed=seeds[0], path=args.out,
-                       scale=args.scale))
+        data, cmd = old["data"], old["command"] + "; " + cmd + " --merge"
+    elif args.methods == list(METHODS):
+        data["tuning"] = study()
+    print(save_results("leff", data, cmd, seed=seeds[0], path=args.out, scale=args.scale))
 
 
 def leff_client_cost(L: int, k: int, r: float, depth: int = 6, batch_size: int = 32, kind: str = "leff"):
