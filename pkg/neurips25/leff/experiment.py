@@ -17,8 +17,9 @@ from .core import capacity_profile, check_capacities, dirichlet_split
 from .federation import Client, Method, Server, trainable_names
 from .model import ModelSpec, build_model, n_compressed, round_time, set_trainable, step_cost
 
-#: label -> Method of the compared runs. Learning rates: 3e-3 for methods that train whole layers,
-#: 1e-2 for the PEFT baselines (best of {3e-3, 1e-2, 3e-2} for FedBitFit and FedLoRA on seed 0, alpha = 0.1)
+#: label -> Method of the compared runs. The sweep's common learning rates: 3e-3 for methods that train
+#: whole layers, 1e-2 for the PEFT and head-only baselines. The headline comparison uses the rates
+#: :func:`tune_lr` selects on a validation split with equal budgets (stored in leff.json's "tuning").
 METHODS = {
     "FedAvg": Method("fedavg", lr=3e-3),
     "Head only": Method("headonly", lr=1e-2),
