@@ -255,6 +255,12 @@ def test_input_validation(world):
         gr.train_model(world, [], steps=1, n_layer=1, n_embd=16, batch_size=8)
     with pytest.raises(ValueError, match="threshold"):
         gr.LearnedVerifier(None, None, threshold=1.0)
+    with pytest.raises(ValueError, match="steps"):
+        gr.base_model(world, steps=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        gr.base_model(world, batch_size=2.5)
+    with pytest.raises(ValueError, match="base_steps"):
+        gr.run_experiment(n_people=10, base_steps=-1)
 
 
 def test_smoke_training_learned_verifier_and_proposer(world, traces, any_device):
@@ -301,6 +307,20 @@ def test_run_experiment_smoke_on_each_device(any_device, monkeypatch):
     assert res["n_test"] == 8
     for m in (st["model_a"], st["model_b"], st["model_c"]):
         assert next(m.parameters()).device.type == any_device.type
+
+
+def test_shared_base_model_is_fine_tuned_per_role(world, any_device, monkeypatch):
+    """``base_steps``: one base model learns the knowledge corpus; the verifier and every proposer fine-tune
+    their own copy of it (one architecture, separate weights), on the requested device."""
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")
+    model, tok = gr.base_model(world, steps=3, n_layer=1, n_embd=16, batch_size=8, device=any_device)
+    assert next(model.parameters()).device.type == any_device.type and "lives_in" in tok.get_vocab()
+    res, st = gr.run_experiment(n_people=20, seed=0, base_steps=3, verifier_facts=2, proposer_facts=1,
+                                device=any_device, return_state=True)
+    roles = [st["verifier"].model, st["model_a"], st["model_b"]]
+    assert len({type(m) for m in roles}) == 1 and len({id(m) for m in roles}) == 3
+    assert all(next(m.parameters()).device.type == any_device.type for m in roles)
+    assert 0.0 <= res["filtered_graph"] <= 1.0
 
 
 def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint, monkeypatch):

@@ -53,6 +53,7 @@ from .model import (
     CONTROL,
     SWEEP,
     answer_questions,
+    base_model,
     draw_graph,
     knowledge_corpus,
     main,
@@ -84,5 +85,5 @@ __all__ = ["COUNTRIES", "RULES", "RELATIONS", "QUESTIONS", "FORMATS", "CORRUPTIO
            "gold_graph", "Trace", "make_traces", "render", "extract_answer", "Verifier", "OracleVerifier",
            "verify_prompt", "verifier_examples", "LearnedVerifier", "verify_graph", "filter_traces", "runtime_verify",
            "Verified", "accuracy", "acc_at_passed", "cot_facts", "fact_filter", "selective_accuracy",
-           "sequence_confidence", "knowledge_corpus", "SWEEP", "train_model", "proposer_data",
+           "sequence_confidence", "knowledge_corpus", "SWEEP", "base_model", "train_model", "proposer_data",
            "answer_questions", "self_consistency", "run_experiment", "draw_graph", "main"]

@@ -78,10 +78,8 @@ def train_model(world: World, data: Sequence[tuple[str, str]], *, steps: int = 8
     """A tiny transformer (``neurips25.lm``: Llama-style by default, GPT-2 with ``arch="gpt2"``; Lightning)
     trained from scratch on the knowledge corpus (every fact of the world, ``knowledge_corpus`` repeated
     ``fact_repeats`` times, so it knows the held-out people's facts too) mixed with ``data``,
-    ``(prompt, completion)`` pairs with the loss on the completion. Returns ``(model, tokenizer)``.
-
-    Proposers and the verifier are separate models trained on the same knowledge corpus — the paper's
-    "shared base model, one LoRA fine-tune per role", in the cheapest form at this scale.
+    ``(prompt, completion)`` pairs with the loss on the completion (``data=None``: the knowledge corpus
+    alone, as for ``base_model``). Returns ``(model, tokenizer)``.
 
     ``model`` (with its ``tokenizer``) fine-tunes a given network in place instead — e.g. a copy of a real
     checkpoint from ``neurips25.lm.pretrained``; rows are then as long as its context allows (≤ 256).
@@ -98,7 +96,7 @@ def train_model(world: World, data: Sequence[tuple[str, str]], *, steps: int = 8
     from neurips25.lm import context_length, tiny_model, train_lm
     from neurips25.runtime import cap
 
-    if not data:  # e.g. a verifier trained for 2 smoke steps rejects every trace
+    if data is not None and not data:  # e.g. a verifier trained for 2 smoke steps rejects every trace
         import warnings
 
         warnings.warn("no task data: the model learns the knowledge corpus only", stacklevel=2)
@@ -115,7 +113,7 @@ def train_model(world: World, data: Sequence[tuple[str, str]], *, steps: int = 8
         model = tiny_model(tok, n_layer=n_layer, n_embd=n_embd, n_head=4, n_positions=48, arch=arch, seed=seed)
     else:
         block = min(context_length(model), 256)
-    mix = list(data) + [("", f) for f in knowledge_corpus(world)] * fact_repeats
+    mix = list(data or ()) + [("", f) for f in knowledge_corpus(world)] * fact_repeats
     random.Random(seed).shuffle(mix)  # the order matters for mode="pack" (what precedes each sequence)
     kw = dict(steps=cap(steps), lr=lr, warmup=40, batch_size=batch_size, mode="pad" if mode == "rows" else mode,
               block_size=block, seed=seed, accelerator="gpu" if device.type == "cuda" else "cpu")
@@ -125,6 +123,21 @@ def train_model(world: World, data: Sequence[tuple[str, str]], *, steps: int = 8
     else:
         train_lm(model, tok, mix, mask="answer", **kw)
     return model.to(device).eval(), tok
+
+
+def base_model(world: World, *, steps: int = 1000, n_layer: int = 2, n_embd: int = 64, batch_size: int = 64,
+               seed: int = 0, device=None):
+    """The shared base model: a tiny Llama-style transformer trained from scratch on the knowledge corpus
+    alone (``train_model(world, None, ...)``), so it knows every fact of the world, held-out people
+    included. Every role — the verifier and each proposer — then fine-tunes a copy of it on its own data
+    (``run_experiment(base_steps=...)``): the paper's shared base model with one fine-tune per role, and
+    cheaper than training each role from scratch, as the facts are learned once. Returns
+    ``(model, tokenizer)``."""
+    for name, v in dict(steps=steps, n_layer=n_layer, n_embd=n_embd, batch_size=batch_size).items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    return train_model(world, None, steps=steps, n_layer=n_layer, n_embd=n_embd, batch_size=batch_size, seed=seed,
+                       device=device)
 
 
 def proposer_data(traces: Sequence[Trace], formats: Sequence[str] = FORMATS) -> list[tuple[str, str]]:
@@ -201,6 +214,7 @@ def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency
                    verifier_steps: int = 800, n_layer: int = 2, n_embd: int = 64, verify_repeats: int = 2,
                    sc_n: int = 5, seed: int = 0, filtered: bool = True, unfiltered: bool = True,
                    fact_filtered: bool = False, batch_size: int = 64, mode: str = "pad", base=None, device=None,
+                   base_steps: int = 0, verifier_facts: int = 8, proposer_facts: int = 4,
                    return_state: bool = False):
     """The whole study for one seed (every number of the chapter's results table):
 
@@ -217,10 +231,18 @@ def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency
     trained like B on the traces the fact check alone keeps (``fact_filter``, no graph): its linear CoT
     (``factfiltered_cot``) is the control "CoT + the same fact filter" (``factfiltered_*`` numbers).
 
-    The generator: ``base=None`` trains every role (verifier, proposers) from scratch as a tiny model on the
-    world's word-level tokenizer — the book's run. ``base=(model, tokenizer)``, e.g.
-    ``neurips25.lm.pretrained("gpt2")``, fine-tunes a copy of that checkpoint for each role instead (the
-    paper's shared base model, one fine-tune per role). ``device``: where every model trains and decodes
+    The generator: ``base=None`` with ``base_steps=0`` (the book's run, ``SWEEP``) trains every role from
+    scratch as a tiny model on the world's word-level tokenizer (the verifier a GPT-2, the proposers
+    Llama-style), replaying the knowledge corpus ``verifier_facts`` / ``proposer_facts`` times beside its
+    own data. ``base_steps > 0`` first trains one tiny base model on the knowledge corpus (``base_model``)
+    and every role fine-tunes a copy of it for ``verifier_steps`` / ``steps`` instead — the paper's shared
+    base with one fine-tune per role. Tried as a faster book run (``base_steps=1000``,
+    ``verifier_steps=300``, ``steps=600``, ``verifier_facts=2``, ``proposer_facts=1``: about 60 % of the
+    training compute), it came close to the from-scratch run in seeds 0 and 1 (GRiD 0.68 / 0.68, GRiD +
+    filtering 0.88 / 0.84, vs 0.69 / 0.67 and 0.90 / 0.98) but not in seed 2 (GRiD 0.34, direct 0.10), so
+    the book keeps the from-scratch run. ``base=(model, tokenizer)``, e.g. ``neurips25.lm.pretrained("gpt2")``,
+    fine-tunes a copy of that checkpoint for each role (``base_steps`` is then unused). ``device``: where
+    every model trains and decodes
     (default CPU). Under ``NEURIPS25_SMOKE=1`` (``runtime.cap``) training steps, test questions and
     self-consistency samples are capped.
     """
@@ -230,16 +252,21 @@ def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency
 
     if base is not None and not (isinstance(base, (tuple, list)) and len(base) == 2):
         raise TypeError("base must be None or a (model, tokenizer) pair, e.g. neurips25.lm.pretrained('gpt2')")
+    if not isinstance(base_steps, int) or base_steps < 0:
+        raise ValueError(f"base_steps must be an int >= 0, got {base_steps!r}")
+    world = make_world(n_people, seed=seed)
+    if base is None and base_steps:  # one tiny base model that knows the world's facts, fine-tuned per role
+        base = base_model(world, steps=base_steps, n_layer=n_layer, n_embd=n_embd, batch_size=batch_size,
+                          seed=seed, device=device)
     fresh = (lambda: None) if base is None else (lambda: copy.deepcopy(base[0]))
     tok = None if base is None else base[1]
-    world = make_world(n_people, seed=seed)
     traces = make_traces(world, confusion=confusion, consistency=consistency, slip=slip, seed=seed)
     # the verifier: knowledge corpus (more repeats: its fact check is recall) + verify prompts whose negatives
     # are dependency/purpose errors (fact errors are caught by recall, see LearnedVerifier)
     ver_data = verifier_examples(world, repeats=verify_repeats, corruptions=("conclusion", "citation"), seed=seed)
     ver_model, tok = train_model(world, ver_data, steps=verifier_steps, n_layer=n_layer, n_embd=n_embd,
-                                 fact_repeats=8, arch="gpt2", seed=seed, mode="pad", batch_size=batch_size,
-                                 tokenizer=tok, model=fresh(), device=device)
+                                 fact_repeats=verifier_facts, arch="gpt2", seed=seed, mode="pad",
+                                 batch_size=batch_size, tokenizer=tok, model=fresh(), device=device)
     verifier, oracle = LearnedVerifier(ver_model, tok), OracleVerifier(world)
     kept, rejected = filter_traces(traces, verifier)
     fkept, frejected = fact_filter(traces, verifier)  # the no-graph control: the fact check alone
@@ -248,7 +275,8 @@ def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency
 
     def proposer(data):
         return train_model(world, proposer_data(data), steps=steps, n_layer=n_layer, n_embd=n_embd, seed=seed,
-                           tokenizer=tok, mode=mode, batch_size=batch_size, model=fresh(), device=device)[0]
+                           fact_repeats=proposer_facts, tokenizer=tok, mode=mode, batch_size=batch_size,
+                           model=fresh(), device=device)[0]
 
     model_a = proposer(traces) if unfiltered else None  # proposer A: every trace
     model_b = proposer(kept) if filtered else None  # proposer B: the traces Alg. 1 keeps
