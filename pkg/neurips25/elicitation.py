@@ -289,8 +289,10 @@ def _satexp(p, acc_inf, tau, acc0):
 
 def _broken_power(p, acc_inf, d, c, f, acc0):
     """Smoothly broken power law (Caballero et al. 2023, one break) for the remaining gap:
-    flat for ``p << d``, then the error ``acc_inf - acc`` falls like ``p^-c`` (sharpness ``f``)."""
-    return acc_inf - (acc_inf - acc0) * np.power(1.0 + np.power(p / d, 1.0 / f), -c * f)
+    flat for ``p << d``, then the error ``acc_inf - acc`` falls like ``p^-c`` (sharpness ``f``).
+    Written as (1 + e^z)^(-cf) = exp(-cf log(1 + e^z)), z = log(p/d)/f, so that a sharp break
+    (small f) tried by a fit's restart saturates instead of overflowing."""
+    return acc_inf - (acc_inf - acc0) * np.exp(-c * f * np.logaddexp(0.0, np.log(p / d) / f))
 
 
 # name -> (f, initial guess(p, acc, acc0), bounds); Acc_0 is fixed to the measured p = 0 accuracy.
