@@ -97,6 +97,12 @@ def test_routed_generation_pad_id_is_not_assumed_zero(setup):
         assert r2r.routed_generate(slm, llm, tok2, [p], r2r.entropy_score, 0.3, max_new_tokens=10).tokens[0] == gm.tokens[i]
 
 
+def _prob(router, x):
+    """P(divergent) as the paper's router defines it, written out here (not the module's helper) so the
+    tests below check the module against an independent computation: sigmoid(R((x - mu) / sd))."""
+    return torch.sigmoid(router((x - router.mu) / router.sd))
+
+
 def test_fit_router_validates_and_thresholds_on_validation(setup):
     data, tok, llm, slm = setup
     rows = r2r.collect_router_data(llm, slm, tok, [p for p, _ in data[:30]], max_new_tokens=10, top_k=4,
@@ -108,7 +114,7 @@ def test_fit_router_validates_and_thresholds_on_validation(setup):
     rows["divergent"] = (torch.arange(n) % 5 == 0).float()
     router, tau = r2r.fit_router(rows, tr, ~tr, target="different", epochs=1)
     with torch.no_grad():
-        p = torch.sigmoid(router((rows["features"][~tr] - router.mu) / router.sd))
+        p = _prob(router, rows["features"][~tr])
     assert tau == r2r.recall_threshold(p, rows["divergent"][~tr], 0.95)
     with pytest.raises(ValueError, match="overlap"):
         r2r.fit_router(rows, tr, tr)
@@ -249,7 +255,7 @@ def test_feature_columns_and_router_score_on_a_subset(setup):
         router = r2r.train_router(x, y, epochs=1, hidden=8, n_blocks=1, dropout=0.1,
                                   columns=r2r.feature_columns(16, 4, inputs))
         with torch.no_grad():
-            p = torch.sigmoid(router((x - router.mu) / router.sd)).double()
+            p = _prob(router, x).double()
         # the score function computes only the groups it needs, with the same result
         score = r2r.router_score(router, slm, 4)
         assert torch.allclose(score(hidden, logits, None, None), p, atol=1e-6)
@@ -304,7 +310,7 @@ def test_crossfit_router_thresholds_on_out_of_fold_scores(setup):
         held = train & torch.isin(rows["query"], part)
         r = r2r.train_router(rows["features"][train & ~held], rows["divergent"][train & ~held], epochs=1, seed=0)
         with torch.no_grad():
-            oof[held] = torch.sigmoid(r((rows["features"][held] - r.mu) / r.sd))
+            oof[held] = _prob(r, rows["features"][held])
     assert tau == pytest.approx(r2r.recall_threshold(oof[train], rows["divergent"][train], 0.95))
     with pytest.raises(ValueError, match="k must"):
         r2r.crossfit_router(rows, train, k=1)
