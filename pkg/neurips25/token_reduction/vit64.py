@@ -25,7 +25,7 @@ from .experiment import MAIN_VARIANTS, plan_for, reduced_energies, training_free
 from .training import fine_tune, train_tiny_vit
 
 __all__ = ["VIT64", "VIT64_SWEEP", "encode_state", "decode_state", "train_vit64", "load_vit64", "run_vit64",
-           "main_vit64", "cli"]
+           "main_vit64"]
 
 #: The architecture: 8x8 digits, 1x1-pixel patches (64 tokens + CLS), 8 blocks, width 64, 4 heads.
 VIT64 = dict(patch_size=1, dim=64, depth=8, heads=4, mlp_ratio=2.0)
@@ -122,9 +122,8 @@ def main_vit64(scale: str = "small", seeds=None, out: Path | None = None) -> Pat
     from ..results import save_results
 
     cfg = dict(VIT64_SWEEP[scale])
-    all_seeds = cfg.pop("seeds") if seeds is None else list(seeds)
-    cfg.pop("seeds", None)
-    epochs = cfg.pop("epochs")
+    default_seeds, epochs = cfg.pop("seeds"), cfg.pop("epochs")
+    all_seeds = default_seeds if seeds is None else list(seeds)
     runs, weights = [], {}
     for s in all_seeds[:cap(len(all_seeds), 1)]:   # NEURIPS25_SMOKE=1: one seed
         with single_thread():
@@ -138,16 +137,3 @@ def main_vit64(scale: str = "small", seeds=None, out: Path | None = None) -> Pat
     return save_results("token_reduction_vit64", {"runs": runs, "weights": weights},
                         cmd + "--seeds " + " ".join(map(str, all_seeds)), seed=all_seeds[0], path=out,
                         scale=scale)
-
-
-def cli(argv=None) -> None:
-    """``python -m neurips25.token_reduction_vit64 [--scale small|full] [--out PATH] [--seeds ...]``."""
-    import argparse
-
-    from ..results import add_scale_arguments
-
-    ap = argparse.ArgumentParser(prog="python -m neurips25.token_reduction_vit64", description=main_vit64.__doc__)
-    add_scale_arguments(ap)
-    ap.add_argument("--seeds", type=int, nargs="+", default=None, help="override VIT64_SWEEP[scale]['seeds']")
-    args = ap.parse_args(argv)
-    print(main_vit64(args.scale, args.seeds, args.out))
