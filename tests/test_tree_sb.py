@@ -214,3 +214,86 @@ def test_run_ablation_smoke(any_device):
     assert list(out) == ["star_d2_equal"] and list(out["star_d2_equal"]) == ["base", "EMA 0.9"]
     r = out["star_d2_equal"]["EMA 0.9"]
     assert len(r["uvp"]) == 1 and np.isfinite(r["uvp"][0]).all()
+
+
+# --- TreeDSB (tree IPF), the paper's baseline ---------------------------------------------------
+
+def test_exact_ipf_converges_to_tree_sb():
+    from neurips25.tree_sb import gaussian_tree_ipf
+    from neurips25.tree_sb.experiment import h_tree
+
+    for tree, means, covs in [
+        (star_tree(LAM, 0.5), MEANS, [[[v]] for v in VARS]),
+        (h_tree(0.7), [[-1.0], [0.0], [1.0], [2.0]], [[[0.5]], [[1.0]], [[1.5]], [[0.8]]]),
+    ]:
+        laws = gaussian_tree_ipf(tree, means, covs, n_iter=300)
+        assert len(laws) == 300 * len(tree.observed)
+        mV, CV = gaussian_tree_sb(tree, means, covs)
+        U = tree.unobserved
+        m_U, C_U = mV[U], CV[np.ix_(U, U)]
+        assert np.allclose(laws[-1][0], m_U, atol=1e-6) and np.allclose(laws[-1][1], C_U, atol=1e-6)
+        # the first half-bridges (from the reference Q) are far from it: IPF needs iterations
+        assert not np.allclose(laws[0][1], C_U, atol=1e-2)
+    with pytest.raises(ValueError, match="n_iter"):
+        gaussian_tree_ipf(star_tree(LAM, 0.5), MEANS, [[[v]] for v in VARS], n_iter=0)
+    with pytest.raises(ValueError, match="means and covs"):
+        gaussian_tree_ipf(star_tree(LAM, 0.5), MEANS[:2], [[[v]] for v in VARS[:2]], n_iter=1)
+
+
+def test_path_codes_reverse_the_path():
+    from neurips25.tree_sb.experiment import h_tree
+    from neurips25.tree_sb.matching import _path_codes
+
+    star = star_tree([1 / 3] * 3, 0.2)
+    assert _path_codes(star, 1, 2) == [1, 2]  # leaf 1 → root (edge 0 reversed), root → leaf 2 (edge 1)
+    h = h_tree(0.2)  # edges (0,1), (0,2), (0,3), (1,4), (1,5)
+    assert _path_codes(h, 2, 4) == [3, 0, 6]
+
+
+def test_half_bridge_starts_at_reference_and_checks_batch():
+    from neurips25.tree_sb import TreeHalfBridge
+
+    tree = star_tree([0.5, 0.5], 0.3)
+    m = TreeHalfBridge(3, tree.edges, tree.lengths, tree.observed, 0.3, dim=2, hidden=(8,))
+    x, t = torch.randn(10, 2), torch.rand(10)
+    for code in range(4):  # zero drift everywhere: the process is Q
+        assert torch.equal(m.drift(x, t, code), torch.zeros(10, 2))
+    m.train_codes = [1, 2]
+    batch = (torch.randn(6, 2, 2), torch.rand(6, 2), torch.randn(6, 2, 2))
+    assert torch.isfinite(m.loss(batch))
+    with pytest.raises(ValueError, match="train_codes"):
+        m.loss((torch.randn(6, 3, 2), torch.rand(6, 3), torch.randn(6, 3, 2)))
+
+
+def test_tree_dsb_smoke(any_device):
+    from neurips25.tree_sb import tree_dsb
+
+    seed_everything(0)
+    tree = star_tree([0.5, 0.5], 0.3)
+    data = [torch.randn(128, 1) - 1, torch.randn(128, 1) + 1]
+    seen = []
+    model = tree_dsb(tree, data, n_iter=2, steps=3, batch_size=32, hidden=(16,), n_steps=4,
+                     callback=lambda h, m, s: seen.append((h, s, m.device.type)), device=any_device)
+    assert seen == [(h, s, any_device.type) for h, s in [(1, 2), (2, 1), (3, 2), (4, 1)]]
+    Y = simulate_tree(model, 1, data[0], n_steps=4, noise_last=True)
+    assert Y.device.type == any_device.type and torch.isfinite(Y).all()
+    with pytest.raises(ValueError, match="n_iter"):
+        tree_dsb(tree, data, n_iter=0)
+    with pytest.raises(ValueError, match="data"):
+        tree_dsb(tree, data[:1])
+
+
+def test_run_gaussian_treedsb(any_device):
+    from neurips25.tree_sb.experiment import SWEEP_TREEDSB, run_config, run_gaussian
+
+    r = run_config("star_d2_equal", 0, n=64, n_iter=1, steps=2, batch_size=32, hidden=(8,), n_steps=4,
+                   method="treedsb", device=any_device)
+    assert len(r["uvp_half"]) == len(r["uvp_exact_ipf"]) == 3 and len(r["uvp"]) == 1
+    assert r["start_half"] == [2, 3, 1] and r["uvp"][0] == r["uvp_half"][-1]
+    with pytest.raises(ValueError, match="method"):
+        run_gaussian(star_tree([0.5, 0.5], 0.3), [[0.0], [1.0]], [[[1.0]], [[1.0]]], method="ipf")
+    import inspect
+
+    params = set(inspect.signature(run_gaussian).parameters)
+    for cfg in SWEEP_TREEDSB.values():
+        assert set(cfg) - {"configs", "seeds"} <= params

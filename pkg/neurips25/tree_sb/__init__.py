@@ -11,7 +11,8 @@ on the observed vertices S are μ_i; its static form is multi-marginal entropic 
 Contents: the ``Tree`` description and its Laplacian conditional (Eq. 12), Brownian bridges,
 closed forms for Gaussians (fixed-point and exact entropic TreeSB), a Lightning module that
 bridge-matches every edge in both directions at once, one network per directed edge (Eq. 15), the simulation leaf → root →
-leaves and the TreeIMF loop (Alg. 2), and the BW2²-UVP metric.
+leaves and the TreeIMF loop (Alg. 2), the paper's baseline TreeDSB (tree IPF by alternating
+half-bridges, Noble et al. 2023; learned, and exact for Gaussians), and the BW2²-UVP metric.
 
 Modules: ``tree``, ``gaussian`` (closed forms, metrics), ``matching`` (Lightning, TreeIMF),
 ``experiment`` (configs; ``python -m neurips25.tree_sb`` regenerates the stored sweep).
@@ -29,23 +30,26 @@ from .gaussian import (
     bw2,
     bw2_uvp,
     gaussian_fixed_point_barycenter,
+    gaussian_tree_ipf,
     gaussian_tree_sb,
     grid_multimarginal_sinkhorn,
 )
 from .matching import (
     EdgeDrifts,
     TreeBridgeMatching,
+    TreeHalfBridge,
     pot_free_support_barycenter,
     simulate_tree,
     sinkhorn_divergence,
+    tree_dsb,
     tree_dsbm,
 )
 from .tree import Tree, brownian_bridge, star_tree
 
 __all__ = [
-    "Tree", "star_tree", "brownian_bridge", "gaussian_fixed_point_barycenter", "gaussian_tree_sb",
+    "Tree", "star_tree", "brownian_bridge", "gaussian_fixed_point_barycenter", "gaussian_tree_sb", "gaussian_tree_ipf",
     "grid_multimarginal_sinkhorn", "bw2", "bw2_uvp", "EdgeDrifts", "TreeBridgeMatching", "simulate_tree",
-    "tree_dsbm", "sinkhorn_divergence", "h_tree", "gaussian_problem", "independent_reference", "run_gaussian",
+    "tree_dsbm", "TreeHalfBridge", "tree_dsb", "sinkhorn_divergence", "h_tree", "gaussian_problem", "independent_reference", "run_gaussian",
     "CONFIGS", "run_config", "pot_free_support_barycenter", "main",
 ]
 

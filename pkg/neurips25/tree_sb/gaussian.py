@@ -148,3 +148,41 @@ def bw2_uvp(samples, m_star, S_star) -> float:
     if x.ndim != 2 or x.shape[1] != len(m_star):
         raise ValueError(f"samples must have shape (N, {len(m_star)}), got {x.shape}")
     return 100 * bw2(x.mean(0), np.cov(x.T).reshape(x.shape[1], x.shape[1]), m_star, S_star) / np.trace(S_star)
+
+
+def gaussian_tree_ipf(tree: Tree, means, covs, n_iter: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Exact TreeDSB (tree IPF, Noble et al. 2023) for Gaussian μ_i: no learning error.
+
+    P⁰ is the reference Q started from μ at ``tree.observed[0]``; half-bridge h projects onto the
+    marginal of ``tree.observed[h mod K]`` (P ← μ_i ⊗ P_{·|i}, a linear regression for Gaussians).
+    An iteration is one sweep of K half-bridges, ending back at ``observed[0]``. Every iterate lies in
+    the reciprocal class, so the unobserved vertices are Y_U = B y_S + noise. Returns, after each of
+    the ``n_iter``·K half-bridges, the (mean, cov) of Y_U stacked as (|U|·d,), (|U|·d, |U|·d).
+    """
+    covs = _check_covs(covs)
+    means = [np.asarray(m, dtype=float) for m in means]
+    K, d = len(tree.observed), covs[0].shape[0]
+    if len(covs) != K or len(means) != K or any(m.shape != (d,) for m in means):
+        raise ValueError(f"means and covs must give one ({d},) mean and ({d},{d}) cov per observed vertex ({K})")
+    if not isinstance(n_iter, int) or n_iter < 1:
+        raise ValueError(f"n_iter must be a positive int, got {n_iter!r}")
+    # Q given Y_{s0}: the other vertices are y_{s0} plus Gaussian noise of covariance L_rr⁻¹ (per coordinate).
+    s0, L = tree.observed[0], tree.laplacian()
+    rest = [v for v in range(tree.n_vertices) if v != s0]
+    C_rest = np.linalg.inv(L[np.ix_(rest, rest)])
+    pos = [rest.index(v) if v != s0 else None for v in tree.observed]
+    C_leaf = np.array([[0.0 if a is None or b is None else C_rest[a, b] for b in pos] for a in pos])
+    m = np.tile(means[0], K)
+    Sig = np.kron(np.ones((K, K)), covs[0]) + np.kron(C_leaf, np.eye(d))
+    B, C = tree.conditional()
+    G = np.kron(B, np.eye(d))
+    laws = []
+    for h in range(1, n_iter * K + 1):
+        i = h % K
+        blk = slice(i * d, (i + 1) * d)
+        R = Sig[:, blk] @ np.linalg.inv(Sig[blk, blk])  # regression of every leaf on leaf i
+        m = m + R @ (means[i] - m[blk])
+        Sig = Sig + R @ (covs[i] - Sig[blk, blk]) @ R.T
+        Sig = (Sig + Sig.T) / 2
+        laws.append((G @ m, G @ Sig @ G.T + np.kron(C, np.eye(d))))
+    return laws

@@ -116,11 +116,14 @@ class TreeBridgeMatching(lightning_module()):
 
 
 @torch.no_grad()
-def simulate_tree(model: TreeBridgeMatching, start: int, y_start: torch.Tensor, n_steps: int = 50) -> torch.Tensor:
+def simulate_tree(model: TreeBridgeMatching, start: int, y_start: torch.Tensor, n_steps: int = 50,
+                  noise_last: bool = False, paths: bool = False):
     """Euler–Maruyama along every edge, breadth-first from ``start`` (leaf → root → other leaves).
 
     Runs on the model's device (``y_start`` is moved there); returns (N, |V|, d) on that device with
-    ``y_start`` at ``start``; the last step is noise-free.
+    ``y_start`` at ``start``. The last step is noise-free unless ``noise_last`` (TreeDSB's discrete
+    chains are noisy at every step). With ``paths`` it also returns ``{code: (n_steps + 1, N, d)}``,
+    the trajectory along every directed edge simulated.
     """
     tree = model.tree
     if y_start.ndim != 2:
@@ -132,14 +135,29 @@ def simulate_tree(model: TreeBridgeMatching, start: int, y_start: torch.Tensor, 
     Y[:, start] = y_start
     dt = 1.0 / n_steps
     sig = tree.edge_sigma()
+    traj = {}
     for u, v, code in tree.traversal(start):
         x = Y[:, u].clone()
+        xs = [x]
         for k in range(n_steps):
             x = x + model.drift(x, torch.full((N,), k * dt, device=x.device), code) * dt
-            if k < n_steps - 1:
+            if k < n_steps - 1 or noise_last:
                 x = x + sig[code // 2] * np.sqrt(dt) * torch.randn_like(x)
+            xs.append(x)
         Y[:, v] = x
-    return Y
+        if paths:
+            traj[code] = torch.stack(xs)
+    return (Y, traj) if paths else Y
+
+
+def _check_data(tree: Tree, data: Sequence[torch.Tensor]) -> tuple[int, int]:
+    """(N, d) of ``data``: one (N, d) tensor per observed vertex."""
+    if len(data) != len(tree.observed):
+        raise ValueError(f"data must hold one tensor per observed vertex ({len(tree.observed)}), got {len(data)}")
+    N, d = data[0].shape
+    if any(x.shape != (N, d) for x in data):
+        raise ValueError(f"data tensors must all have shape ({N}, {d})")
+    return N, d
 
 
 def tree_dsbm(tree: Tree, data: Sequence[torch.Tensor], n_iter: int = 3, steps: int = 300, batch_size: int = 256,
@@ -159,11 +177,7 @@ def tree_dsbm(tree: Tree, data: Sequence[torch.Tensor], n_iter: int = 3, steps: 
 
     dev = torch.device("cpu") if device is None else torch.device(device)
 
-    if len(data) != len(tree.observed):
-        raise ValueError(f"data must hold one tensor per observed vertex ({len(tree.observed)}), got {len(data)}")
-    N, d = data[0].shape
-    if any(x.shape != (N, d) for x in data):
-        raise ValueError(f"data tensors must all have shape ({N}, {d})")
+    N, d = _check_data(tree, data)
     model = TreeBridgeMatching(tree.n_vertices, tree.edges, tree.lengths, tree.observed, tree.sigma, d, hidden, lr,
                                ema_decay=ema_decay)
     # Independent coupling: shuffle each marginal separately.
@@ -178,6 +192,106 @@ def tree_dsbm(tree: Tree, data: Sequence[torch.Tensor], n_iter: int = 3, steps: 
         coupling = Y[:, tree.observed].detach()
         if callback is not None:
             callback(it, model)
+    return model
+
+
+# --- TreeDSB: tree IPF with alternating half-bridges (the paper's baseline, Noble et al. 2023) ----
+
+class TreeHalfBridge(TreeBridgeMatching):
+    """TreeDSB's learner: the same networks (one per directed edge, EMA), trained by DSB's mean matching.
+
+    An IPF half-bridge moves the start of the process from leaf s to leaf s'. Edges off the path
+    s → s' keep their drifts; each edge on it is reversed in time. The reversed drift is regressed on
+    the simulated discrete chains X_0..X_n of the current process, as in De Bortoli et al. (2021):
+    at X_{k+1}, reversed time 1 − t_{k+1}, the target is (X_k − X_{k+1})/Δt + f(X_k) − f(X_{k+1})
+    with f the current forward drift at t_k. A batch is (x, s, target), each (B, C, ·) for the
+    C = len(``train_codes``) reversed directed edges trained in this half-bridge. The last layer of
+    every network starts at zero, so the initial process is the reference Q (zero drift).
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for p in (self.net.W[-1], self.net.b[-1], self.ema.W[-1], self.ema.b[-1]):
+            torch.nn.init.zeros_(p)
+        self.train_codes: list[int] = []
+
+    def loss(self, batch) -> torch.Tensor:
+        x, s, target = (b.transpose(0, 1) for b in batch)  # (C, B, ·)
+        if x.shape[0] != len(self.train_codes):
+            raise ValueError(f"batch holds {x.shape[0]} edges but train_codes has {len(self.train_codes)}")
+        idx = torch.as_tensor(self.train_codes, device=x.device)
+        return ((self.net._run(x, s, idx) - target) ** 2).sum(-1).mean()
+
+    def training_step(self, batch, batch_idx):
+        loss = self.loss(batch)
+        self.log("train_loss", loss)
+        return loss
+
+
+def _path_codes(tree: Tree, start: int, end: int) -> list[int]:
+    """Codes of the directed edges from ``start`` to ``end`` in ``tree.traversal(start)``."""
+    parent = {v: (u, code) for u, v, code in tree.traversal(start)}
+    codes, v = [], end
+    while v != start:
+        v, code = parent[v]
+        codes.append(code)
+    return codes[::-1]
+
+
+@torch.no_grad()
+def _mean_matching_data(model: TreeHalfBridge, traj: dict, codes: Sequence[int]):
+    """(x, s, target) for the reversals of ``codes`` from their simulated chains (DSB mean matching)."""
+    xs, ss, ts = [], [], []
+    for code in codes:
+        X = traj[code]  # (n + 1, N, d)
+        n, N = X.shape[0] - 1, X.shape[1]
+        dt = 1.0 / n
+        t = (torch.arange(n, device=X.device, dtype=X.dtype) * dt).repeat_interleave(N)
+        prev, nxt = X[:-1].reshape(n * N, -1), X[1:].reshape(n * N, -1)
+        target = (prev - nxt) / dt + model.drift(prev, t, code) - model.drift(nxt, t, code)
+        xs.append(nxt)
+        ss.append(1 - (t + dt))
+        ts.append(target)
+    return torch.stack(xs, 1), torch.stack(ss, 1), torch.stack(ts, 1)
+
+
+def tree_dsb(tree: Tree, data: Sequence[torch.Tensor], n_iter: int = 3, steps: int = 300, batch_size: int = 256,
+             hidden: Sequence[int] = (64, 64, 64), lr: float = 5e-3, n_steps: int = 50, callback=None,
+             ema_decay: float = 0.9, device=None) -> TreeHalfBridge:
+    """TreeDSB (tree IPF, Noble et al. 2023): alternating half-bridges, the baseline of the paper.
+
+    P⁰ is the reference Q started from μ at ``tree.observed[0]``. Half-bridge h simulates the
+    current process from its start leaf s and learns, by mean matching, the reversal of every edge
+    on the path from s to s' = ``tree.observed[h mod K]`` (``steps`` Adam steps, ``batch_size``
+    chain points per reversed edge); the new process starts from μ_{s'}. An iteration is a sweep of
+    K half-bridges: on a star each of the 2|E| networks is then trained once, the same number of
+    Adam steps per network as one TreeDSBM iteration. ``callback(h, model, start)`` runs after each
+    half-bridge. ``n_iter`` and ``steps`` are bounded by ``runtime.cap`` under ``NEURIPS25_SMOKE=1``.
+    """
+    from ..runtime import cap, make_trainer
+
+    dev = torch.device("cpu") if device is None else torch.device(device)
+    N, d = _check_data(tree, data)
+    if not isinstance(n_iter, int) or n_iter < 1:
+        raise ValueError(f"n_iter must be a positive int, got {n_iter!r}")
+    model = TreeHalfBridge(tree.n_vertices, tree.edges, tree.lengths, tree.observed, tree.sigma, d, hidden, lr,
+                           ema_decay=ema_decay).to(dev)
+    S, K = tree.observed, len(tree.observed)
+    start = S[0]
+    for h in range(1, cap(n_iter) * K + 1):
+        new = S[h % K]
+        _, traj = simulate_tree(model, start, data[S.index(start)].float(), n_steps,
+                                noise_last=True, paths=True)
+        codes = _path_codes(tree, start, new)
+        x, s, target = (b.cpu() for b in _mean_matching_data(model, traj, codes))
+        model.train_codes = [c ^ 1 for c in codes]  # the reversed directed edges
+        dl = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, s, target), batch_size=batch_size,
+                                         shuffle=True, drop_last=True)
+        make_trainer(None, max_steps=cap(steps), accelerator=dev.type).fit(model, dl)
+        model = model.to(dev)
+        start = new
+        if callback is not None:
+            callback(h, model, start)
     return model
 
 
