@@ -12,6 +12,7 @@ from neurips25.guitar import (
     check_views,
     clustering_accuracy,
     clustering_scores,
+    digit_indices,
     knn_cosine_graph,
     mfeat_digits,
     missing_masks,
@@ -21,6 +22,7 @@ from neurips25.guitar import (
     pvc,
     rank_surrogate,
     rank_surrogate_grad,
+    sensitivity,
     shrink,
     t_product,
     t_svd,
@@ -223,3 +225,26 @@ def test_apmc_anchor_fraction_subsamples_and_validates():
     assert clustering_accuracy(y, apmc(views, M, 3, anchor_fraction=0.5)) == 1.0
     with pytest.raises(ValueError, match="anchor_fraction"):
         apmc(views, M, 3, anchor_fraction=0.0)
+
+
+def test_sensitivity_lays_each_setting_over_the_tuned_params_and_validates():
+    rows = sensitivity({"APMC": {"n_neighbors": 5}}, seeds=(0,), grids={"APMC": [{"n_neighbors": 3}]}, n=60)
+    assert len(rows) == 1 and rows[0]["method"] == "APMC" and rows[0]["n_neighbors"] == 3
+    assert 0.0 <= rows[0]["ACC"] <= 1.0
+    with pytest.raises(TypeError, match="params"):
+        sensitivity([("APMC", {})], grids={"APMC": [{}]})
+    with pytest.raises(ValueError, match="grids"):
+        sensitivity({}, grids={"k-means": [{}]})
+    with pytest.raises(ValueError, match="rate"):
+        sensitivity({}, grids={"APMC": [{}]}, rate=1.0)
+
+
+def test_digit_indices_are_the_instance_subsample_and_validate():
+    idx = digit_indices(50, 3)
+    assert len(set(idx.tolist())) == 50 and (np.diff(idx) > 0).all() and idx.max() < 1797
+    _, y = mfeat_digits(50, seed=3)
+    from sklearn.datasets import load_digits
+
+    assert (load_digits().target[idx] == y).all()
+    with pytest.raises(ValueError, match="n must be"):
+        digit_indices(1798, 0)

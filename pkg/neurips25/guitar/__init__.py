@@ -11,6 +11,7 @@ from .data import (
     check_views,
     clustering_accuracy,
     clustering_scores,
+    digit_indices,
     mfeat_digits,
     missing_masks,
     multiview_digits,
@@ -26,9 +27,11 @@ from .experiments import (
     DIAGNOSED,
     HALF_ONLY,
     METHODS,
+    SENSITIVITY,
     TUNING,
     run_grid,
     run_method,
+    sensitivity,
     tune,
 )
 from .solver import GUITAR, knn_cosine_graph, normalized_laplacian, preprocess, spectral_labels
@@ -46,8 +49,8 @@ from .tensor import (
 
 __all__ = [
     "apmc", "concat_kmeans", "normalise_views", "pvc", "single_view_kmeans",
-    "ABLATIONS", "BASELINES", "CONFIRM_METHODS", "DATASETS", "DIAGNOSED", "DEFAULTS", "HALF_ONLY", "METHODS", "TUNING",
-    "run_grid", "run_method", "tune", "MFEAT_VIEW_NAMES", "mfeat_digits", "VIEW_NAMES", "check_views", "clustering_accuracy", "clustering_scores", "missing_masks",
+    "ABLATIONS", "BASELINES", "CONFIRM_METHODS", "DATASETS", "DIAGNOSED", "DEFAULTS", "HALF_ONLY", "METHODS", "SENSITIVITY",
+    "TUNING", "run_grid", "run_method", "sensitivity", "tune", "MFEAT_VIEW_NAMES", "digit_indices", "mfeat_digits", "VIEW_NAMES", "check_views", "clustering_accuracy", "clustering_scores", "missing_masks",
     "multiview_digits", "nmi", "purity", "GUITAR", "knn_cosine_graph", "normalized_laplacian",
     "preprocess", "spectral_labels", "RANK_SURROGATES", "rank_surrogate", "rank_surrogate_grad", "shrink",
     "t_product", "t_svd", "t_transpose", "tensor_prox", "tensor_rank_penalty",

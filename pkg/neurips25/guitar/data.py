@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["VIEW_NAMES", "MFEAT_VIEW_NAMES", "multiview_digits", "mfeat_digits", "missing_masks", "check_views",
+__all__ = ["VIEW_NAMES", "MFEAT_VIEW_NAMES", "digit_indices", "multiview_digits", "mfeat_digits", "missing_masks", "check_views",
            "clustering_accuracy", "nmi", "purity", "clustering_scores"]
 
 VIEW_NAMES = ("pixels", "pooled", "profiles", "gradients")
@@ -44,14 +44,23 @@ def multiview_digits(n: int = 800, seed: int = 0) -> tuple[list[np.ndarray], np.
     return [img.reshape(len(img), -1), pooled, profiles, _gradient_histograms(img)], y
 
 
+N_DIGITS = 1797  # scikit-learn's digits
+
+
+def digit_indices(n: int, seed: int) -> np.ndarray:
+    """Which of scikit-learn's 1,797 digits the instance ``(n, seed)`` uses (sorted indices): the
+    subsample behind ``multiview_digits`` and ``mfeat_digits``."""
+    if not isinstance(n, (int, np.integer)) or not 10 <= n <= N_DIGITS:
+        raise ValueError(f"n must be an int in [10, {N_DIGITS}], got {n!r}")
+    return np.sort(np.random.default_rng(seed).choice(N_DIGITS, size=int(n), replace=False))
+
+
 def _digit_sample(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """``n`` random digits (without replacement) as ``(n, 8, 8)`` images in [0, 1], and their labels."""
     from sklearn.datasets import load_digits
 
-    if not isinstance(n, (int, np.integer)) or not 10 <= n <= 1797:
-        raise ValueError(f"n must be an int in [10, 1797], got {n!r}")
+    idx = digit_indices(n, seed)
     X, y = load_digits(return_X_y=True)
-    idx = np.sort(np.random.default_rng(seed).choice(len(y), size=int(n), replace=False))
     return X[idx].reshape(-1, 8, 8) / 16.0, y[idx].astype(np.int64)
 
 

@@ -19,7 +19,7 @@ from .data import clustering_scores, mfeat_digits, missing_masks, multiview_digi
 from .solver import GUITAR
 
 __all__ = ["ABLATIONS", "BASELINES", "METHODS", "HALF_ONLY", "DATASETS", "DEFAULTS", "TUNING", "CONFIRM_METHODS",
-           "DIAGNOSED", "run_method", "run_grid", "tune", "main"]
+           "DIAGNOSED", "SENSITIVITY", "run_method", "run_grid", "tune", "sensitivity", "main"]
 
 DATASETS = {"mfeat": mfeat_digits, "digits4": multiview_digits}
 
@@ -65,6 +65,20 @@ TUNING = {
         "GUITAR (l2 noise, tuned λ1)": [{"lam1": lam1} for lam1 in (1e-2, 1e-1, 1.0, 10.0)],
         "APMC": [{"n_neighbors": k} for k in (3, 5, 10, 20)],
         "PVC": [{"latent_per_cluster": a, "lam": lam} for a in (1, 2) for lam in (1e-2, 1e-1)],
+    },
+}
+
+# Sensitivity diagnostic (stored beside the grid): the paper has no validation split, so its settings
+# are read off the reported data; how far does each structured method move over a wider grid *on the
+# test instances* (rate 0.5, the test seeds)? GUITAR: the two manifold weights the tuning above keeps at
+# the official values (lam1, t as tuned); PVC: latent dimension x l1 weight; APMC: neighbourhood size.
+# Not used to choose anything: it bounds what test-label selection could add to each method.
+SENSITIVITY = {
+    "rate": 0.5,
+    "grids": {
+        "GUITAR": [{"lam2": lam2, "lam3": lam3} for lam2 in (0.01, 0.1, 1.0) for lam3 in (0.1, 1.0, 10.0)],
+        "PVC": [{"latent_per_cluster": a, "lam": lam} for a in (1, 2, 3) for lam in (1e-3, 1e-2, 1e-1, 1.0)],
+        "APMC": [{"n_neighbors": k} for k in (3, 5, 10, 20, 40)],
     },
 }
 
@@ -167,6 +181,31 @@ def tune(n: int = DEFAULTS["n"], max_iter: int = DEFAULTS["max_iter"], eta: floa
     return params, trials
 
 
+def sensitivity(params: dict, seeds: Sequence[int] = (0, 1, 2), grids: dict | None = None,
+                rate: float = SENSITIVITY["rate"], **kw) -> list[dict]:
+    """One record ``{method, seed, <setting>, ACC}`` per (method, setting, seed) of ``grids``
+    (``SENSITIVITY["grids"]`` by default), each setting laid over the method's tuned ``params``.
+    Under ``NEURIPS25_SMOKE=1`` one setting per method and one seed (``runtime.cap``)."""
+    from ..runtime import cap
+
+    grids = SENSITIVITY["grids"] if grids is None else grids
+    if not isinstance(params, dict):
+        raise TypeError(f"params must be a dict of tuned settings by method, got {type(params).__name__}")
+    unknown = [m for m in grids if m not in METHODS]
+    if unknown:
+        raise ValueError(f"grids: unknown methods {unknown}; expected names from {METHODS}")
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"rate must be in [0, 1), got {rate!r}")
+    rows = []
+    for method, grid in grids.items():
+        for setting in grid[: cap(len(grid), 1)]:
+            for seed in list(seeds)[: cap(len(seeds), 1)]:
+                p = {**params, method: {**params.get(method, {}), **setting}}
+                rows.append({"method": method, "seed": seed, **setting,
+                             "ACC": run_method(method, rate, seed, params=p, **kw)["ACC"]})
+    return rows
+
+
 def run_grid(methods: Sequence[str] = METHODS, rates: Sequence[float] = (0.1, 0.3, 0.5),
              seeds: Sequence[int] = (0, 1, 2), **kw) -> list[dict]:
     """One record ``{method, rate, seed, ACC, NMI, purity}`` per grid point (``HALF_ONLY`` methods at
@@ -185,7 +224,7 @@ def run_grid(methods: Sequence[str] = METHODS, rates: Sequence[float] = (0.1, 0.
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    from ..results import add_scale_arguments, save_results
+    from ..results import add_scale_arguments, load_results, save_results
     from ..runtime import device, smoke
 
     p = argparse.ArgumentParser(prog="python -m neurips25.guitar", description=__doc__)
@@ -197,12 +236,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--data", choices=tuple(DATASETS))
     p.add_argument("--confirm-seeds", type=int, nargs="*")
     p.add_argument("--no-save", action="store_true")
+    p.add_argument("--sensitivity-only", action="store_true",
+                   help="run only the sensitivity diagnostic with the stored tuned settings and add it to "
+                        "the stored file (the full command computes it too)")
     a = p.parse_args(argv)
     cfg = dict(SWEEP[a.scale])
     for key in ("seeds", "rates", "n", "max_iter", "confirm_seeds", "data"):
         if getattr(a, key) is not None:
             cfg[key] = getattr(a, key)
     kw = dict(n=cfg["n"], max_iter=cfg["max_iter"], eta=cfg["eta"], data=cfg["data"], device=str(device()))
+    cmd = "python -m neurips25.guitar " + " ".join(argv if argv is not None else sys.argv[1:])
+    if a.sensitivity_only:
+        stored = load_results("guitar", path=a.out, scale=a.scale)
+        sens = sensitivity(stored["data"]["params"], seeds=cfg["seeds"], **kw)
+        for r in sens:
+            print("sensitivity", r, flush=True)
+        if not a.no_save:
+            data = {**stored["data"], "sensitivity": sens, "sensitivity_command": cmd.strip()}
+            print(save_results("guitar", data, command=stored["command"], seed=stored["seed"], path=a.out,
+                               scale=a.scale))
+        return
     params, trials = tune(**kw)
     for t in trials:
         print("tune", t, flush=True)
@@ -212,13 +265,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     diagnosed = [m for m in DIAGNOSED if not (smoke() and m in ABLATIONS)]
     complete = run_grid(diagnosed, rates=[0.0], seeds=cfg["seeds"], params=params, **kw)
     _, trials_01 = tune(**kw, tuning={**TUNING, "rate": 0.1, "grids": {m: TUNING["grids"][m] for m in diagnosed}})
+    sens = sensitivity(params, seeds=cfg["seeds"], grids={m: SENSITIVITY["grids"][m] for m in diagnosed}, **kw)
     for r in rows + confirm + complete:
         print(f"{r['method']:28s} rate={r['rate']:.1f} seed={r['seed']} ACC={r['ACC']:.3f} "
               f"NMI={r['NMI']:.3f} purity={r['purity']:.3f}", flush=True)
     if not a.no_save:
-        cmd = "python -m neurips25.guitar " + " ".join(argv if argv is not None else sys.argv[1:])
         data = {"rows": rows, "confirm_rows": confirm, "n": cfg["n"], "max_iter": cfg["max_iter"],
                 "eta": cfg["eta"], "data": cfg["data"], "params": params, "tuning_trials": trials,
                 "tuning": {"seeds": list(TUNING["seeds"]), "rate": TUNING["rate"]},
-                "complete_rows": complete, "tuning_trials_rate_0.1": trials_01}
+                "complete_rows": complete, "tuning_trials_rate_0.1": trials_01,
+                "sensitivity": sens}
         print(save_results("guitar", data, command=cmd.strip(), seed=cfg["seeds"][0], path=a.out, scale=a.scale))
