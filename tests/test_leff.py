@@ -318,6 +318,24 @@ def test_sweep_small_is_the_stored_sweep():
         assert all(sorted(map(int, by_seed)) == grid["seeds"] for by_seed in by_lr.values())
     for name, lr in tuning["selected"].items():   # re-run on the test split exactly where the lr changed
         assert (name in tuning["runs"]) == (lr != METHODS[name].lr)
+    study, cfg = data["capacities"], small["capacities"]
+    assert study["alpha"] == cfg["alpha"] and list(study["runs"]) == [",".join(map(str, p)) for p in cfg["profiles"]]
+    assert all(sorted(map(int, by_seed)) == cfg["seeds"] for by_seed in study["runs"].values())
+
+
+def test_capacity_study_runs_uniform_profiles_and_validates():
+    from neurips25.leff import capacity_study
+
+    out = capacity_study([(2,)], alpha=1.0, seeds=[0], rounds=1, pretrain_epochs=1, local_steps=1)
+    (run,) = out["runs"]["2"].values()
+    assert out["alpha"] == 1.0 and run["capacities"] == [2] * 8 and len(run["acc"]) == 1
+    assert all(len(b) == 2 for b in run["blocks"][0])         # every client trained a 2-layer block
+    with pytest.raises(ValueError, match="profiles"):
+        capacity_study([])
+    with pytest.raises(ValueError, match="capacities"):
+        capacity_study([(7,)])
+    with pytest.raises(ValueError, match="seeds"):
+        capacity_study([(1,)], seeds=[])
 
 
 def test_validation_split_is_held_out_of_the_clients_data():

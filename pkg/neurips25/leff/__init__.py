@@ -25,6 +25,7 @@ from .experiment import (
     METHODS,
     SWEEP,
     TUNED,
+    capacity_study,
     final_accuracy,
     leff_client_cost,
     main,
@@ -62,4 +63,5 @@ __all__ = [
     "compression_groups", "distill_loss", "n_compressed", "round_time", "run_blocks", "set_trainable", "step_cost",
     "submodel",
     "task_data", "pretrain", "leff_client_cost", "run_method", "sweep", "main", "TUNED", "final_accuracy", "tune_lr",
+    "capacity_study",
 ]

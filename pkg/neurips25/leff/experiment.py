@@ -43,13 +43,18 @@ METHODS = {
 #: epochs, 5 seeds. ``run`` holds the :func:`run_method` arguments. ``tune`` is the equal-budget
 #: learning-rate study (:func:`tune_lr`): the same grid for every compared method, selected on a
 #: validation split of the clients' data at the hardest alpha (small: seed 0 at alpha = 0.1; full: 3
-#: seeds at the paper's alpha = 0.05 and a wider grid).
+#: seeds at the paper's alpha = 0.05 and a wider grid). ``capacities`` is the capacity study
+#: (:func:`capacity_study`): LEFF with every client at the same capacity, beside the sweep's mixed
+#: capacities (1, 2, 3), to measure what averaging a layer over few clients costs under label skew
+#: (at the headline alpha = 0.1 in both scales, where the notebook compares it with FedAvg).
 SWEEP = {
     "small": dict(seeds=[0, 1, 2], alphas=[0.1, 1.0], run=dict(rounds=15),
-                  tune=dict(lrs=[1e-3, 3e-3, 1e-2], alpha=0.1, seeds=[0])),
+                  tune=dict(lrs=[1e-3, 3e-3, 1e-2], alpha=0.1, seeds=[0]),
+                  capacities=dict(profiles=[[1], [3]], alpha=0.1, seeds=[0, 1, 2])),
     "full": dict(seeds=[0, 1, 2, 3, 4], alphas=[0.1, 1.0, 0.05],
                  run=dict(rounds=40, local_steps=20, pretrain_epochs=30),
-                 tune=dict(lrs=[3e-4, 1e-3, 3e-3, 1e-2], alpha=0.05, seeds=[0, 1, 2])),
+                 tune=dict(lrs=[3e-4, 1e-3, 3e-3, 1e-2], alpha=0.05, seeds=[0, 1, 2]),
+                 capacities=dict(profiles=[[1], [2], [3]], alpha=0.1, seeds=[0, 1, 2, 3, 4])),
 }
 
 #: The methods the headline claims compare, tuned with equal budgets by :func:`tune_lr`.
@@ -209,6 +214,28 @@ def tune_lr(methods=TUNED, lrs=(1e-3, 3e-3, 1e-2), alpha: float = 0.1, seeds=(0,
     return {"validation": val, "selected": selected, "runs": runs, "alpha": alpha, "val_fraction": val_fraction}
 
 
+def capacity_study(profiles=((1,), (2,), (3,)), alpha: float = 0.1, seeds=(0, 1, 2), **kw) -> dict:
+    """LEFF (``METHODS["LEFF"]``) with each capacity profile in ``profiles``: the levels cycled over
+    the clients (:func:`~neurips25.leff.core.capacity_profile`), so ``(3,)`` gives every client
+    capacity 3 and ``(1, 2, 3)`` is the sweep's mix. A uniform profile makes every trained layer an
+    average over all clients; the mix averages deeper layers over fewer. Returns
+    ``{"alpha": alpha, "runs": {"1,2,3": {seed: run}}}`` (accuracies and blocks, no costs)."""
+    profiles = [tuple(p) for p in profiles]
+    if not profiles or any(not p for p in profiles):
+        raise ValueError(f"profiles must be a non-empty list of non-empty capacity levels, got {profiles!r}")
+    for p in profiles:
+        check_capacities(p, len(ModelSpec().layer_map))
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds must be non-empty")
+    runs: dict = {}
+    for p in profiles[:cap(len(profiles))]:
+        for s in seeds[:cap(len(seeds), 1)]:
+            runs.setdefault(",".join(map(str, p)), {})[str(s)] = run_method(
+                METHODS["LEFF"], alpha, s, levels=p, cost=False, **kw)
+    return {"alpha": alpha, "runs": runs}
+
+
 def main(argv=None) -> None:
     """``python -m neurips25.leff [--scale small|full] [--seeds 0 1 2] [--rounds 15] [--tune]``: the sweep
     (settings: ``SWEEP[scale]``) and the equal-budget learning-rate study (``SWEEP[scale]["tune"]``),
@@ -225,6 +252,8 @@ def main(argv=None) -> None:
                    help="add these runs to the stored sweep instead of replacing it (same --rounds)")
     p.add_argument("--tune", action="store_true",
                    help="run only the learning-rate study and store it in the existing sweep's file")
+    p.add_argument("--capacities", action="store_true",
+                   help="run only the capacity study and store it in the existing sweep's file")
     args = p.parse_args(argv)
     unknown = [m for m in args.methods if m not in METHODS]
     if unknown:
@@ -245,11 +274,16 @@ def main(argv=None) -> None:
             p.error(f"{option} needs --rounds {old['data']['rounds']} (the stored sweep's)")
         return old
 
-    if args.tune:
-        old = stored("--tune")
-        data, cmd = {**old["data"], "tuning": study()}, old["command"] + f"; python -m neurips25.leff {flag}--tune"
-        print(save_results("leff", data, cmd, seed=old["seed"], path=args.out, scale=args.scale))
-        return
+    def capacities():
+        return capacity_study(**cfg["capacities"], **run)
+
+    for option, key, fn in (("tune", "tuning", study), ("capacities", "capacities", capacities)):
+        if getattr(args, option):
+            old = stored("--" + option)
+            data = {**old["data"], key: fn()}
+            cmd = old["command"] + f"; python -m neurips25.leff {flag}--{option}"
+            print(save_results("leff", data, cmd, seed=old["seed"], path=args.out, scale=args.scale))
+            return
     runs = sweep(seeds, alphas, args.methods, **run)
     cmd = ("python -m neurips25.leff " + flag + "--seeds "
            + " ".join(map(str, seeds)) + " --alphas " + " ".join(map(str, alphas)) + f" --rounds {run['rounds']}")
@@ -264,6 +298,7 @@ def main(argv=None) -> None:
         data, cmd = old["data"], old["command"] + "; " + cmd + " --merge"
     elif args.methods == list(METHODS):
         data["tuning"] = study()
+        data["capacities"] = capacities()
     print(save_results("leff", data, cmd, seed=seeds[0], path=args.out, scale=args.scale))
 
 
