@@ -33,6 +33,20 @@ def test_modchain_is_consistent():
         r2r.modchain(3, ops="/")
 
 
+def test_restyle_redraws_only_the_separators():
+    pairs = r2r.modchain(300, n_steps=2, seed=4)
+    styled = r2r.restyle(pairs, (0.0, 1.0, 0.0), seed=1)
+    for (p, a), (p2, a2) in zip(pairs, styled):
+        assert p2 == p and r2r.is_correct(p2, a2)
+        assert [t for t in a.split() if t not in r2r.SEPARATORS] == [t for t in a2.split() if t not in r2r.SEPARATORS]
+        assert all(t == "," for t in a2.split() if t in r2r.SEPARATORS)
+        assert r2r.step_values(a.split()) == r2r.step_values(a2.split())  # the verifier calls them neutral
+    assert r2r.restyle(pairs, (1, 2, 1), seed=1) == r2r.restyle(pairs, (1, 2, 1), seed=1)
+    for bad in [(1.0, 1.0), (-1.0, 1.0, 1.0), (0, 0, 0), (float("nan"), 1, 1)]:
+        with pytest.raises(ValueError, match="weights"):
+            r2r.restyle(pairs, bad)
+
+
 def test_verifier_neutral_vs_divergent():
     base = "Q 3 + 4 - 2 3 + 4 = 2".split()
     # separator swap, same conclusions → neutral

@@ -32,7 +32,7 @@ from torch import nn
 
 from neurips25.lm import cache_kwarg, encode_batch, generate, output_cache
 
-__all__ = ["OPS", "SEPARATORS", "FEATURES", "feature_columns", "modchain", "answer_of", "is_correct", "step_values",
+__all__ = ["OPS", "SEPARATORS", "FEATURES", "feature_columns", "modchain", "restyle", "answer_of", "is_correct", "step_values",
            "verify", "label_tokens", "collect_router_data", "router_features", "Router", "train_router",
            "recall_threshold", "fit_router", "crossfit_router",
            "routed_generate", "RoutedGeneration", "router_score", "entropy_score", "random_score",
@@ -74,6 +74,25 @@ def modchain(n: int, *, n_steps: int = 2, modulus: int = 5, ops: str = "+-", swa
             a = c
         out.append((" ".join(q), " ".join(steps + ["A", str(a)])))
     return out
+
+
+def restyle(pairs: Sequence[tuple[str, str]], weights: Sequence[float], *, seed: int = 0) -> list[tuple[str, str]]:
+    """A model's *house style*: the same (prompt, answer) pairs with every step separator redrawn with
+    probabilities ``weights`` over ``SEPARATORS`` (questions, operand orders and values unchanged).
+
+    A model trained on restyled answers prefers its own separator where another model trained on
+    ``modchain``'s uniform draw prefers its own: the two disagree on tokens that change nothing (the
+    paper's *neutral* differences, e.g. R1-1.5B and R1-32B phrasing a step differently).
+    """
+    w = [float(x) for x in weights]
+    if len(w) != len(SEPARATORS) or any(not x >= 0 for x in w) or sum(w) <= 0:
+        raise ValueError(f"weights must be {len(SEPARATORS)} non-negative numbers (one per separator "
+                         f"{SEPARATORS}) with a positive sum, got {weights!r}")
+    rng = random.Random(seed)
+
+    def redraw(answer: str) -> str:
+        return " ".join(rng.choices(SEPARATORS, weights=w)[0] if t in SEPARATORS else t for t in answer.split())
+    return [(p, redraw(a)) for p, a in pairs]
 
 
 def answer_of(prompt: str, modulus: int = 5) -> int:
