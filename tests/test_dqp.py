@@ -309,3 +309,28 @@ def test_max_refine_validated_and_convergence_flag():
     r = dqp_solve(P, torch.zeros(2, dtype=torch.float64), C=C, d=d, eps_active=1e-3, max_refine=0)
     assert not r.converged  # the forced row has a negative multiplier and no step was allowed
     assert dqp_solve(P, torch.zeros(2, dtype=torch.float64), C=C, d=d, eps_active=1e-3).converged
+
+
+def test_paper_protocol_scores_hard_set():
+    from neurips25.dqp.baselines import have_qplayer
+    from neurips25.dqp.robust import hard_qps, protocol_solves
+
+    H = hard_qps(seed=0)
+    assert set(H) == {"BIGBND", "RANKEQ", "LP", "SCALED", "BIGLP"}
+    for name, qp in H.items():
+        assert protocol_solves(qp, "dqp")["solved"], name
+    if have_qplayer():  # large data magnitudes: ProxQP stalls (BIGLP) at the paper's settings
+        assert not protocol_solves(H["BIGLP"], "qplayer")["solved"]
+
+
+def test_protocol_inputs_are_checked():
+    from neurips25.dqp.robust import classic_qps, hard_qps, protocol_solves, protocol_table
+
+    with pytest.raises(ValueError, match="n must"):
+        hard_qps(n=3)
+    with pytest.raises(ValueError, match="seeds"):
+        protocol_table([])
+    with pytest.raises(ValueError, match="no inequalities"):
+        protocol_solves(classic_qps()["HS51"], "dqp")
+    with pytest.raises(ValueError, match="method"):
+        protocol_solves(hard_qps()["LP"], "nope")

@@ -149,11 +149,13 @@ def _dense_args(P, q, A, b, C, d):
     return [x.double() for x in args]
 
 
-def qpth_solve(P, q, A, b, C, d, max_iter: int = 20, eps: float = 1e-12) -> torch.Tensor:
+def qpth_solve(P, q, A, b, C, d, max_iter: int = 20, eps: float = 1e-12, duals: bool = False):
     """z*(P, q, A, b, C, d) from OptNet's ``qpth.qp.QPFunction`` (dense, unbatched here).
 
     qpth requires P positive definite (a Cholesky factorisation) and runs a fixed budget of
-    interior-point iterations (``max_iter``, qpth's default 20)."""
+    interior-point iterations (``max_iter``, qpth's default 20). With ``duals`` it returns
+    ``(z, lam, mu)``: qpth keeps its multipliers on the autograd node (the paper's authors patched
+    qpth to return them; reading them off the node is the same numbers)."""
     from qpth.qp import QPFunction
 
     P, q, A, b, C, d = _dense_args(P, q, A, b, C, d)
@@ -161,22 +163,32 @@ def qpth_solve(P, q, A, b, C, d, max_iter: int = 20, eps: float = 1e-12) -> torc
     eq = (A, b) if A.shape[0] else (e, e)
     ineq = (C, d) if C.shape[0] else (torch.zeros(1, q.shape[-1], dtype=torch.float64),
                                        torch.ones(1, dtype=torch.float64))  # qpth needs a row
-    return QPFunction(verbose=-1, maxIter=max_iter, eps=eps)(P, q, *ineq, *eq)[0]
+    z = QPFunction(verbose=-1, maxIter=max_iter, eps=eps)(P, q, *ineq, *eq)
+    if not duals:
+        return z[0]
+    node = z.grad_fn
+    lam = node.nus[0].detach() if A.shape[0] else e
+    return z[0], lam, node.lams[0, :C.shape[0]].detach()
 
 
 _BIG = 1e20  # ProxQP's "no bound"
 
 
-def qplayer_solve(P, q, A, b, C, d, eps: float = 1e-9, max_iter: int = 1000) -> torch.Tensor:
+def qplayer_solve(P, q, A, b, C, d, eps: float = 1e-9, max_iter: int = 1000, duals: bool = False):
     """z*(P, q, A, b, C, d) from QPLayer (``proxsuite.torch.qplayer.QPFunction``, dense).
 
     Inequalities Cz <= d are passed as -inf <= Cz <= d. QPLayer's backward solves its own
-    (regularised) KKT system to tolerance ``eps_backward = 1e-4`` and returns float32 gradients."""
+    (regularised) KKT system to tolerance ``eps_backward = 1e-4`` and returns float32 gradients.
+    With ``duals`` it returns ``(z, lam, mu)``."""
     from proxsuite.torch.qplayer import QPFunction
 
     P, q, A, b, C, d = _dense_args(P, q, A, b, C, d)
     e = torch.empty(0, dtype=torch.float64)
     eq = (A, b) if A.shape[0] else (e, e)
-    if not C.shape[0]:  # QPLayer 0.8 fails without an inequality row: add 0·z <= 1
+    m = C.shape[0]
+    if not m:  # QPLayer 0.8 fails without an inequality row: add 0·z <= 1
         C, d = torch.zeros(1, q.shape[-1], dtype=torch.float64), torch.ones(1, dtype=torch.float64)
-    return QPFunction(eps=eps, maxIter=max_iter)(P, q, *eq, C, torch.full_like(d, -_BIG), d)[0][0]
+    z, y, w = QPFunction(eps=eps, maxIter=max_iter)(P, q, *eq, C, torch.full_like(d, -_BIG), d)
+    if not duals:
+        return z[0]
+    return z[0], (y[0].detach() if A.shape[0] else e), w[0, :m].detach()

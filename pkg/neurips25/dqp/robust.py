@@ -20,6 +20,7 @@ import torch
 from .core import dqp_solve
 
 __all__ = ["classic_qps", "kkt_residuals", "run_dqp", "baseline_solves", "loose_solver_stress",
+           "hard_qps", "protocol_solves", "protocol_table", "PAPER_PROTOCOL",
            "LOOSE_OPTIONS", "weakly_active_qp"]
 
 NAMES = ("P", "q", "A", "b", "C", "d")
@@ -237,4 +238,137 @@ def loose_solver_stress(margins, seeds, solver: str = "osqp", eps_active: float 
             errs.append(max(float((a - b).abs().max() / (1 + b.abs().max())) for a, b in zip(gr, g_ref)))
         out[float(margin)] = dict(right=float(np.mean(right)), worst_grad_err=float(max(errs)),
                                   refined=float(np.mean(refined)))
+    return out
+
+
+# --- The paper's robustness protocol (official experiments/mega_test/mega_exp.py + exp_utils.py) ---
+# Every layer runs at eps = 1e-6 (QPLayer with maxIter = 100, structural_feasibility=True; OptNet at
+# its default 20 iterations); a method *solves* a problem when forward and backward (x.backward of a
+# ones vector) finish without an exception or NaN within the time limit (800 s) and four absolute
+# ∞-norms of its own primal-dual output are <= success_thr = 1: equality residual, inequality
+# residual, dual residual ‖Px + q + Aᵀλ + Cᵀμ‖ and duality gap |xᵀPx + qᵀx + bᵀλ + dᵀμ|. Problems
+# without inequalities are skipped. dQP runs as "dQP_best": the best forward solver per problem.
+PAPER_PROTOCOL = dict(eps=1e-6, qplayer_max_iter=100, success_thr=1.0)
+DQP_SOLVER_ORDER = ("clarabel", "highs", "osqp", "scs")
+
+
+def hard_qps(seed: int = 0, n: int = 12) -> dict[str, dict]:
+    """Five seeded QPs with the features that make Maros–Meszaros hard for dense layers.
+
+    BIGBND: 6 zero-curvature (free) directions held only by |x_i| <= 1e6 bounds and 4 general rows
+    (large bound magnitudes, singular P); RANKEQ: 5 equalities of rank 3 (a row repeated and a sum
+    of two rows: LICQ fails); LP: P = 0 with a vertex solution; SCALED: cond(P) = 1e10 and rows
+    scaled from 1e-3 to 1e3 with a planted active set; BIGLP: an LP with costs ~1e3 and bounds 1e4
+    (the large data magnitudes of Maros–Meszaros)."""
+    if not isinstance(n, int) or n < 7:
+        raise ValueError(f"n must be an int >= 7, got {n!r}")
+    rng = np.random.default_rng(seed)
+    out = {}
+    k = 6
+    M = rng.standard_normal((n - k, n - k))
+    P = np.zeros((n, n))
+    P[k:, k:] = M @ M.T / n + np.eye(n - k)
+    Cb, db = _box(n, [-1e6] * n, [1e6] * n)
+    G = rng.standard_normal((4, n))
+    out["BIGBND"] = _qp(P, rng.standard_normal(n), C=np.vstack([G, Cb]),
+                        d=np.r_[1e3 * np.abs(rng.standard_normal(4)), db],
+                        note="P singular (6 free directions), bounds 1e6")
+    A0 = rng.standard_normal((3, n))
+    A = np.vstack([A0, A0[0], A0[1] + A0[2]])
+    z0 = rng.standard_normal(n)
+    M = rng.standard_normal((n, n))
+    Cm = rng.standard_normal((8, n))
+    out["RANKEQ"] = _qp(M @ M.T / n + 1e-3 * np.eye(n), rng.standard_normal(n), A=A, b=A @ z0, C=Cm,
+                        d=Cm @ z0 + np.r_[np.zeros(3), rng.uniform(0.1, 1, 5)],
+                        note="5 equalities of rank 3 (LICQ fails)")
+    Cm = np.vstack([rng.standard_normal((20, n)), np.eye(n), -np.eye(n)])
+    out["LP"] = _qp(np.zeros((n, n)), rng.standard_normal(n), C=Cm,
+                    d=np.r_[np.abs(rng.standard_normal(20)) + 0.1, np.full(2 * n, 10.0)],
+                    note="P = 0: a linear program")
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    P = Q @ np.diag(np.logspace(-4, 6, n)) @ Q.T
+    S = np.logspace(-3, 3, 10)
+    Cm = S[:, None] * rng.standard_normal((10, n))
+    z = rng.standard_normal(n)
+    mu = np.r_[rng.uniform(0.1, 1, 4), np.zeros(6)]
+    out["SCALED"] = _qp((P + P.T) / 2, -(P @ z + Cm.T @ mu), C=Cm,
+                        d=Cm @ z + S * np.r_[np.zeros(4), rng.uniform(0.1, 1, 6)], x_star=z,
+                        note="cond(P) = 1e10, rows scaled 1e-3..1e3")
+    Cb, db = _box(n, [-1e4] * n, [1e4] * n)
+    G = rng.standard_normal((20, n))
+    out["BIGLP"] = _qp(np.zeros((n, n)), 1e3 * rng.standard_normal(n), C=np.vstack([G, Cb]),
+                       d=np.r_[10 * np.abs(rng.standard_normal(20)) + 1, db],
+                       note="P = 0, costs 1e3, bounds 1e4")
+    return out
+
+
+def _protocol_run(qp: dict, method: str, solver: str = "clarabel") -> dict:
+    """One layer's forward + backward on ``qp`` at the paper's settings; its own primal-dual output."""
+    from . import baselines
+
+    eps = PAPER_PROTOCOL["eps"]
+    args = [qp[k].clone().requires_grad_(True) for k in NAMES]
+    P, q, A, b, C, d = args
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if method == "dqp":
+            eq = (A, b) if A.shape[0] else (None, None)
+            res = dqp_solve(P, q, *eq, C, d, solver=solver)
+            z, lam, mu = res.z, res.lam.detach(), res.mu.detach()
+        elif method == "qpth":
+            z, lam, mu = baselines.qpth_solve(*args, eps=eps, duals=True)
+        elif method == "qplayer":
+            z, lam, mu = baselines.qplayer_solve(*args, eps=eps, duals=True,
+                                                 max_iter=PAPER_PROTOCOL["qplayer_max_iter"])
+        else:
+            raise ValueError(f"method must be 'dqp', 'qpth' or 'qplayer', got {method!r}")
+        z.sum().backward()
+    return dict(z=z.detach().numpy(), lam=lam.numpy(), mu=mu.numpy(),
+                grad_finite=all(a.grad is None or bool(torch.isfinite(a.grad).all()) for a in args))
+
+
+def protocol_solves(qp: dict, method: str, solvers=DQP_SOLVER_ORDER) -> dict:
+    """Score ``method`` on ``qp`` by the paper's criterion (see ``PAPER_PROTOCOL``).
+
+    For ``method = 'dqp'`` the forward solvers in ``solvers`` are tried in order and the first that
+    passes is kept (the paper's dQP_best); ``solver`` in the result names it."""
+    if method not in ("dqp", "qpth", "qplayer"):
+        raise ValueError(f"method must be 'dqp', 'qpth' or 'qplayer', got {method!r}")
+    if qp["C"].shape[0] == 0:
+        raise ValueError("qp has no inequalities: the paper's protocol skips such problems")
+    thr = PAPER_PROTOCOL["success_thr"]
+    out = {}
+    for solver in (solvers if method == "dqp" else (None,)):
+        try:
+            r = _protocol_run(qp, method, solver)
+        except Exception as e:  # noqa: BLE001 - a layer failing is the measurement
+            msg = " ".join(str(e).split())  # qpth's messages span lines
+            out = dict(solved=False, solver=solver, error=f"{type(e).__name__}: {msg}"[:70])
+            continue
+        z, lam, mu = r["z"], r["lam"], r["mu"]
+        ok = bool(np.isfinite(z).all() and np.isfinite(mu).all() and np.isfinite(lam).all())
+        res = kkt_residuals(qp, z, lam, mu) if ok else dict(primal=np.inf, dual=np.inf)
+        P, q, A, b, C, d = (qp[k].numpy() for k in NAMES)
+        gap = float(abs(z @ P @ z + q @ z + b @ lam + d @ mu)) if ok else np.inf
+        worst = max(res["primal"], res["dual"], gap)
+        out = dict(solved=bool(ok and r["grad_finite"] and worst <= thr), solver=solver,
+                   primal=res["primal"], dual=res["dual"], gap=gap,
+                   error="" if ok and worst <= thr else f"residual {worst:.1e}")
+        if out["solved"]:
+            break
+    return out
+
+
+def protocol_table(seeds, methods=("dqp", "qplayer", "qpth")) -> dict:
+    """Solved counts by the paper's criterion over the classic problems with inequalities (seed
+    independent) plus ``hard_qps(seed)``, per seed: ``{seed: {"problems": {...}, "solved": {...}}}``."""
+    if not len(seeds):
+        raise ValueError("seeds must be a non-empty sequence")
+    out = {}
+    for s in seeds:
+        qps = {k: v for k, v in classic_qps(seed=s).items() if v["C"].shape[0]}
+        qps.update(hard_qps(seed=s))
+        probs = {name: {m: protocol_solves(qp, m) for m in methods} for name, qp in qps.items()}
+        out[s] = dict(problems=probs, solved={m: sum(p[m]["solved"] for p in probs.values())
+                                              for m in methods})
     return out
