@@ -12,6 +12,7 @@ from neurips25.token_reduction import (
     dc_cosine_stats,
     evaluate,
     fine_tune,
+    hf_amplitude_per_layer,
     hf_energy,
     hf_energy_per_layer,
     hf_lf_partition,
@@ -24,6 +25,7 @@ from neurips25.token_reduction import (
     reduce_tome,
     single_thread,
     train_tiny_vit,
+    unmerged_map,
 )
 
 
@@ -137,6 +139,61 @@ def test_sized_hf_energy_is_that_of_the_unmerged_map():
     assert torch.allclose(hf_energy(x2, s2.valid, weight=s2.valid), hf_energy(x2, s2.valid))
 
 
+@pytest.mark.parametrize("keep_high", [True, False])
+def test_no_dc_keeps_top_or_bottom_scores_and_drops_the_rest(keep_high):
+    # "HF only" / "LF only" (dc=False): the whole budget goes to kept tokens, nothing is aggregated
+    x, attn, state = _inputs()
+    C, is_dc = reduce_ours(attn, state, 6, grid=4, keep_high=keep_high, dc=False)
+    assert C.shape == (3, 7, 17) and not is_dc.any()
+    assert torch.equal(C.sum(-1), torch.ones(3, 7))                   # every row a single token
+    s = hf_scores(attn, state)[:, 1:]
+    kept = C[:, 1:, 1:].sum(1).bool()
+    for b in range(3):
+        order = s[b].argsort(descending=keep_high)[:6]
+        assert set(order.tolist()) == set(kept[b].nonzero().flatten().tolist())
+    x2, _ = apply_reduction(x, state, C, is_dc)
+    assert torch.equal(x2[:, 1:], (C[:, 1:] @ x))                     # kept tokens unchanged
+    with pytest.raises(ValueError, match="dc must be a bool"):
+        ReductionPlan("keep_lf", 0.5, (1,), dc="no")
+    C1, d1 = reduce_ours(attn, state, 6, grid=4)                       # one with a DC token ...
+    _, s1 = apply_reduction(x, state, C1, d1)
+    with pytest.raises(ValueError, match="cannot follow"):             # ... cannot go on without one
+        reduce_ours(torch.rand(3, 2, 7, 7).softmax(-1), s1, 3, grid=4, dc=False)
+
+
+def test_unmerged_map_and_fourier_amplitude(model, images):
+    x, attn, state = _inputs(B=2, seed=3)
+    x2, s2 = _reduce("tome", x, attn, state, 6)
+    U = unmerged_map(x2, s2, grid=4)                                   # (B, d, 4, 4)
+    assert U.shape == (2, 8, 4, 4)
+    assert torch.allclose(U.flatten(2).transpose(1, 2), (s2.src.transpose(1, 2) @ x2)[:, 1:], atol=1e-6)
+    # a pruned patch gets the mean of the covered ones
+    x3, s3 = _reduce("random", x, attn, state, 6)
+    U3 = unmerged_map(x3, s3, grid=4).flatten(2).transpose(1, 2)
+    gone = s3.src[:, 1:, 1:].sum(1) == 0
+    assert torch.allclose(U3[0, gone[0]], x3[0, 1:].mean(0).expand(int(gone[0].sum()), -1), atol=1e-6)
+    with pytest.raises(ValueError, match="must match"):
+        unmerged_map(x2, s2, grid=3)
+    amp = hf_amplitude_per_layer(model, images)
+    assert amp.shape == (model.depth,) and (amp < 0).all()             # HF below DC for these maps
+    with pytest.raises(ValueError, match="non-empty"):
+        hf_amplitude_per_layer(model, images[:0])
+
+
+def test_paper_ablations_runs_and_validates(model, images):
+    from neurips25.token_reduction import paper_ablations
+
+    y = torch.arange(len(images)) % 10
+    out = paper_ablations(model, images, y, layers=(1, 2), n_amp=4)
+    assert set(out["acc"]) == {"LF only", "HF only"} and set(out["schedule"]) == {"0,1,2", "1,2,3"}
+    assert all(len(v) == model.depth for v in out["amplitude"].values())
+    assert "ToMe (every block)" in out["amplitude"] and 0 < out["macs_ratio"]["ours"] < 1
+    with pytest.raises(ValueError, match="n_amp"):
+        paper_ablations(model, images, y, layers=(1, 2), n_amp=0)
+    with pytest.raises(ValueError, match="equally long"):
+        paper_ablations(model, images, y[:2], layers=(1, 2))
+
+
 def test_high_pass_removes_mean():
     x = torch.randn(2, 5, 3)
     assert torch.allclose(high_pass(x).mean(-2), torch.zeros(2, 3), atol=1e-6)
@@ -226,6 +283,7 @@ def test_diagnostics_on_model_device(model, images, any_device):
         plan = ReductionPlan(method, 0.7, (1, 2), window=1)
         assert 0.0 <= evaluate(m, images, y, plan) <= 1.0
         assert hf_energy_per_layer(m, images, plan).device.type == any_device.type
+        assert hf_amplitude_per_layer(m, images, plan).device.type == any_device.type
     cos = dc_cosine_stats(m, images, control=True)
     assert cos["lf"].device.type == any_device.type and torch.isfinite(cos["hf"]).all()
     assert hf_lf_partition(m, images[0], layer=1, keep_ratio=0.5)["hf"].shape == (4, 4)

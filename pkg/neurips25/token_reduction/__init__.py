@@ -39,12 +39,15 @@ from .core import (
 from .diagnostics import (
     dc_cosine_stats,
     evaluate,
+    hf_amplitude_per_layer,
     hf_energy_per_layer,
     hf_lf_partition,
     measure_macs,
     measure_throughput,
+    unmerged_map,
 )
 from .experiment import (
+    ABLATIONS,
     MAIN_VARIANTS,
     SWEEP,
     VARIANTS,
@@ -64,6 +67,7 @@ from .vit64 import (
     encode_state,
     load_vit64,
     main_vit64,
+    paper_ablations,
     run_vit64,
     train_vit64,
 )
@@ -72,8 +76,8 @@ __all__ = [
     "METHODS", "ReductionPlan", "TokenState", "TinyViT", "Attention", "LayerTrace", "ViTClassifier",
     "ReducedFineTuner", "high_pass", "hf_energy", "hf_scores", "window_ids", "reduce_ours", "reduce_evit",
     "reduce_tome", "reduce_random", "apply_reduction", "evaluate", "dc_cosine_stats", "hf_lf_partition",
-    "hf_energy_per_layer", "measure_macs", "measure_throughput", "digits_loaders", "train_tiny_vit",
-    "fine_tune", "SWEEP", "VARIANTS", "MAIN_VARIANTS", "single_thread", "run_experiment", "main", "plan_for",
+    "hf_energy_per_layer", "hf_amplitude_per_layer", "unmerged_map", "measure_macs", "measure_throughput", "digits_loaders", "train_tiny_vit",
+    "fine_tune", "SWEEP", "VARIANTS", "ABLATIONS", "MAIN_VARIANTS", "single_thread", "run_experiment", "main", "plan_for",
     "training_free", "reduced_energies", "VIT64", "VIT64_SWEEP", "encode_state", "decode_state", "train_vit64", "load_vit64",
-    "run_vit64", "main_vit64",
+    "run_vit64", "main_vit64", "paper_ablations",
 ]

@@ -62,7 +62,9 @@ class ReductionPlan:
     equal token budgets. ``score``: ``"signed"`` sums ``A^HP`` as the paper's formula is written (the
     default); ``"abs"`` sums ``|A^HP|``, which scores a token every query ignores as high as a strongly
     attended one (an ablation). ``proportional``: add ``log(size)`` to the attention logits (ToMe's default).
-    ``reweight``: apply the learnable per-head ``omega1, omega2`` of Eq. (attention re-weighting)."""
+    ``reweight``: apply the learnable per-head ``omega1, omega2`` of Eq. (attention re-weighting).
+    ``dc``: for ``ours``/``keep_lf``, aggregate the tokens not kept into DC tokens (default); ``False``
+    drops them and spends the whole budget on kept tokens (the paper's "HF only" / "LF only" ablations)."""
 
     method: str = "ours"
     keep_ratio: float = 0.7
@@ -72,6 +74,7 @@ class ReductionPlan:
     proportional: bool | None = None
     reweight: bool = False
     seed: int = 0
+    dc: bool = True
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -83,6 +86,8 @@ class ReductionPlan:
             raise ValueError(f"window must be a positive int, got {self.window!r}")
         if self.score not in ("abs", "signed"):
             raise ValueError(f"score must be 'abs' or 'signed', got {self.score!r}")
+        if not isinstance(self.dc, bool):
+            raise ValueError(f"dc must be a bool, got {self.dc!r}")
         layers = tuple(self.layers)
         if any(not isinstance(i, int) or i < 0 for i in layers) or len(set(layers)) != len(layers):
             raise ValueError(f"layers must be distinct non-negative ints, got {self.layers!r}")
@@ -107,7 +112,7 @@ class ReductionPlan:
         n_keep = self.n_keep(x.shape[1] - 1)
         if self.method in ("ours", "keep_lf"):
             C, is_dc = reduce_ours(attn, state, n_keep, model.grid, self.window, self.score,
-                                   keep_high=self.method == "ours")
+                                   keep_high=self.method == "ours", dc=self.dc)
             return apply_reduction(x, state, C, is_dc)
         if self.method == "evit":
             C, W = reduce_evit(attn, state, n_keep)
@@ -141,14 +146,17 @@ def _rows(B: int, n_new: int, n: int, like: torch.Tensor) -> torch.Tensor:
     return torch.zeros(B, n_new, n, dtype=like.dtype, device=like.device)
 
 
-def reduce_ours(attn, state, n_keep, grid, window=1, score="signed", keep_high=True):
+def reduce_ours(attn, state, n_keep, grid, window=1, score="signed", keep_high=True, dc=True):
     """HF tokens kept, LF tokens averaged into ``window²`` DC tokens (recursively with earlier DC tokens).
 
     Layout of the output: ``[CLS, n_keep - window² kept tokens, DC_0 .. DC_{window²-1}]``. A DC token
-    of a window without LF tokens is empty (size 0) and masked out of attention."""
+    of a window without LF tokens is empty (size 0) and masked out of attention. ``keep_high=False``
+    keeps the lowest scores instead (keep-LF); ``dc=False`` drops the tokens not kept (no DC token)."""
     B, n = state.is_dc.shape
-    n_dc = window * window
+    n_dc = window * window if dc else 0
     had_dc = bool(state.is_dc.any())
+    if had_dc and not dc:
+        raise ValueError("dc=False cannot follow a reduction that made DC tokens")
     if had_dc and int(state.is_dc[0].sum()) != n_dc:
         raise ValueError(f"window={window} does not match the {int(state.is_dc[0].sum())} DC tokens present")
     n_sel = n_keep - n_dc
@@ -165,6 +173,9 @@ def reduce_ours(attn, state, n_keep, grid, window=1, score="signed", keep_high=T
     b = torch.arange(B, device=attn.device)[:, None]
     C[:, 0, 0] = 1.0
     C[b, torch.arange(1, 1 + n_sel, device=attn.device)[None], keep] = 1.0
+    is_dc = torch.zeros(B, 1 + n_keep, dtype=torch.bool, device=attn.device)
+    if not dc:
+        return C, is_dc
     lf = cand.clone()
     lf[b, keep] = False
     wid = window_ids(state, grid, window)
@@ -172,7 +183,6 @@ def reduce_ours(attn, state, n_keep, grid, window=1, score="signed", keep_high=T
     C[:, 1 + n_sel:, :] = onehot.transpose(1, 2)
     if had_dc:  # recursive update: DC_j <- size-weighted mean of (old DC_j, new LF tokens of window j)
         C[:, 1 + n_sel:, n - n_dc:] += torch.eye(n_dc, dtype=attn.dtype, device=attn.device)
-    is_dc = torch.zeros(B, 1 + n_keep, dtype=torch.bool, device=attn.device)
     is_dc[:, 1 + n_sel:] = True
     return C, is_dc
 

@@ -100,6 +100,40 @@ def hf_energy_per_layer(model: TinyViT, X: torch.Tensor, plan: ReductionPlan | N
                         for t in traces])
 
 
+def unmerged_map(x: torch.Tensor, state, grid: int) -> torch.Tensor:
+    """The patch tokens of ``x`` (B, n, d) put back on the ``grid x grid`` patch grid, (B, d, grid, grid):
+    each patch takes the value of the token that stands for it (a merged, fused or DC token is copied
+    onto all its patches, ToMe's "unmerge"); a pruned patch, which no token stands for, takes the
+    size-weighted mean of the covered ones (adds no frequency but DC)."""
+    if x.ndim != 3 or state.src.shape[:2] != x.shape[:2] or state.src.shape[-1] != 1 + grid * grid:
+        raise ValueError(f"x (B, n, d) and state.src (B, n, 1 + grid²) must match, got {tuple(x.shape)}, "
+                         f"{tuple(state.src.shape)} and grid={grid}")
+    src = state.src[:, 1:, 1:]                                   # non-CLS tokens x patches
+    cover = src.sum(1)                                           # (B, P): 1 if some token covers the patch
+    U = src.transpose(1, 2) @ x[:, 1:]                           # (B, P, d)
+    mu = (U * cover[..., None]).sum(1, keepdim=True) / cover.sum(1)[:, None, None].clamp_min(1e-12)
+    U = torch.where(cover[..., None] > 0, U, mu)
+    return U.transpose(1, 2).reshape(x.shape[0], x.shape[-1], grid, grid)
+
+
+@torch.no_grad()
+def hf_amplitude_per_layer(model: TinyViT, X: torch.Tensor, plan: ReductionPlan | None = None) -> torch.Tensor:
+    """The Fourier view of rank collapse (the paper's Fig. 1, after Park & Kim 2022): per block, the
+    log amplitude of the 2-D Fourier transform of the :func:`unmerged_map` at the highest frequency
+    (pi, pi) minus that at frequency 0, averaged over images and channels. More negative = less
+    high-frequency signal left relative to DC."""
+    if X.ndim < 2 or len(X) == 0:
+        raise ValueError(f"X must be a non-empty batch of images, got shape {tuple(X.shape)}")
+    model.eval()
+    _, traces = model(_to_model(model, X), plan, trace=True)
+    h = model.grid // 2
+    out = []
+    for t in traces:
+        amp = torch.fft.fft2(unmerged_map(t.x_out, t.state_out, model.grid)).abs().add(1e-6).log().mean((0, 1))
+        out.append(amp[h, h] - amp[0, 0])
+    return torch.stack(out)
+
+
 @torch.no_grad()
 def measure_macs(model: TinyViT, plan: ReductionPlan | None = None) -> float:
     """Multiply-accumulates of one forward pass of one image, counted by

@@ -19,6 +19,11 @@ VARIANTS = {
     "ours (log-size)": dict(method="ours", proportional=True),
 }
 
+#: The paper's token-set ablations (Sec. 4): spend the whole budget on the HF (or the LF) tokens and drop
+#: the rest, with no DC token. "LF only" is the paper's "keeping only the LF tokens"; the ``keep LF``
+#: variant above keeps the LF tokens but still folds the HF ones into a DC token.
+ABLATIONS = {"HF only": dict(method="ours", dc=False), "LF only": dict(method="keep_lf", dc=False)}
+
 #: The five reducers of the main comparison (HF energy, figures, fine-tuning curves).
 MAIN_VARIANTS = ("ours", "EViT", "ToMe", "random", "keep LF")
 
@@ -39,10 +44,11 @@ SWEEP = {
 
 
 def plan_for(name: str, keep_ratio: float, layers, **extra) -> ReductionPlan:
-    """The :class:`ReductionPlan` of variant ``name`` (a label of :data:`VARIANTS`)."""
-    if name not in VARIANTS:
-        raise ValueError(f"name must be one of {tuple(VARIANTS)}, got {name!r}")
-    return ReductionPlan(keep_ratio=keep_ratio, layers=tuple(layers), **VARIANTS[name], **extra)
+    """The :class:`ReductionPlan` of variant ``name`` (a label of :data:`VARIANTS` or :data:`ABLATIONS`)."""
+    known = {**VARIANTS, **ABLATIONS}
+    if name not in known:
+        raise ValueError(f"name must be one of {tuple(known)}, got {name!r}")
+    return ReductionPlan(keep_ratio=keep_ratio, layers=tuple(layers), **known[name], **extra)
 
 
 def training_free(model: TinyViT, X: torch.Tensor, y: torch.Tensor, layers, keep_ratios,

@@ -20,12 +20,13 @@ import torch
 
 from ..runtime import cap, single_thread
 from ..vision import TinyViT
-from .diagnostics import dc_cosine_stats, evaluate, hf_energy_per_layer, measure_macs
+from .core import ReductionPlan
+from .diagnostics import dc_cosine_stats, evaluate, hf_amplitude_per_layer, hf_energy_per_layer, measure_macs
 from .experiment import MAIN_VARIANTS, plan_for, reduced_energies, training_free
 from .training import fine_tune, train_tiny_vit
 
 __all__ = ["VIT64", "VIT64_SWEEP", "encode_state", "decode_state", "train_vit64", "load_vit64", "run_vit64",
-           "main_vit64"]
+           "main_vit64", "paper_ablations"]
 
 #: The architecture: 8x8 digits, 1x1-pixel patches (64 tokens + CLS), 8 blocks, width 64, 4 heads.
 VIT64 = dict(patch_size=1, dim=64, depth=8, heads=4, mlp_ratio=2.0)
@@ -112,6 +113,39 @@ def run_vit64(model: TinyViT, splits: dict, seed: int = 0, layers=(2, 4, 6), kee
                 out["finetuned"].setdefault(name, {})[str(kr)] = evaluate(tuned, X, y, plan)
                 if kr == ft_keep:
                     out["hf_energy_ft"][name] = hf_energy_per_layer(tuned, X, plan, sized=True).tolist()
+    return out
+
+
+@torch.no_grad()
+def paper_ablations(model: TinyViT, X: torch.Tensor, y: torch.Tensor, layers=(2, 4, 6), keep_ratio: float = 0.7,
+                    schedules=((0, 1, 2), (1, 2, 3)), tome_every_keep: float = 0.85, n_amp: int = 300) -> dict:
+    """The paper's two analyses, measured its way on a trained model (training-free):
+
+    * ``acc``: its token-set ablations at ``keep_ratio`` on ``layers`` -- "LF only" (keep the LF tokens,
+      drop the HF ones, no DC token) and "HF only" (no DC token); ``schedule``: ours and "LF only" when
+      the same budget starts earlier (each of ``schedules``);
+    * ``amplitude``: the Fourier high-frequency amplitude per block (:func:`hf_amplitude_per_layer`, the
+      paper's Fig. 1 measure) on the first ``n_amp`` images, unreduced, for every main reducer and "LF
+      only", and for ToMe merging at *every* block with ``tome_every_keep`` (ToMe's own schedule; its
+      MACs ratio is in ``macs_ratio``, beside ours')."""
+    if len(X) != len(y) or len(X) == 0:
+        raise ValueError(f"X and y must be non-empty and equally long, got {len(X)} and {len(y)}")
+    if not isinstance(n_amp, int) or n_amp < 1:
+        raise ValueError(f"n_amp must be a positive int, got {n_amp!r}")
+    every = ReductionPlan("tome", tome_every_keep, tuple(range(model.depth)))
+    out = {"acc": {name: evaluate(model, X, y, plan_for(name, keep_ratio, layers)) for name in ("LF only", "HF only")},
+           "schedule": {}, "amplitude": {}, "macs_ratio": {}}
+    for sched in schedules:
+        out["schedule"][",".join(map(str, sched))] = {
+            name: evaluate(model, X, y, plan_for(name, keep_ratio, sched)) for name in ("ours", "LF only")}
+    Xa = X[:n_amp]
+    out["amplitude"]["no reduction"] = hf_amplitude_per_layer(model, Xa).tolist()
+    for name in (*MAIN_VARIANTS, "LF only"):
+        out["amplitude"][name] = hf_amplitude_per_layer(model, Xa, plan_for(name, keep_ratio, layers)).tolist()
+    out["amplitude"]["ToMe (every block)"] = hf_amplitude_per_layer(model, Xa, every).tolist()
+    full = measure_macs(model)
+    out["macs_ratio"] = {"ours": measure_macs(model, plan_for("ours", keep_ratio, layers)) / full,
+                         "ToMe (every block)": measure_macs(model, every) / full}
     return out
 
 
