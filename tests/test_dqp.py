@@ -334,3 +334,16 @@ def test_protocol_inputs_are_checked():
         protocol_solves(classic_qps()["HS51"], "dqp")
     with pytest.raises(ValueError, match="method"):
         protocol_solves(hard_qps()["LP"], "nope")
+
+
+def test_highs_prints_no_banner_into_outputs():
+    # HiGHS writes its copyright banner to the C-level stdout once per process: a fresh interpreter
+    # shows whether dQP's first HiGHS solve keeps it out of a notebook's stored outputs
+    import subprocess
+    import sys
+
+    code = ("import torch; from neurips25.dqp import dqp_solve; e = torch.eye(2, dtype=torch.float64); "
+            "r = dqp_solve(e, torch.ones(2, dtype=torch.float64), C=e, d=torch.zeros(2, dtype=torch.float64), "
+            "solver='highs'); print('z', r.z.tolist() if hasattr(r, 'z') else 'ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "HiGHS" not in out and out.startswith("z "), out

@@ -16,6 +16,9 @@ K_J w = ∂L/∂[z; λ; μ_J] with the factorisation already made in the forward
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
+import sys
 import warnings
 from typing import Any
 
@@ -35,6 +38,23 @@ SOLVER_OPTIONS: dict[str, dict[str, Any]] = {
     "highs": dict(output_flag=False),
     "scs": dict(eps_abs=1e-9, eps_rel=1e-9, max_iters=100_000),
 }
+
+
+@functools.cache
+def _silence_highs_banner() -> None:
+    """HiGHS prints a copyright banner to the C-level stdout the first time a ``Highs`` object is
+    built in a process, whatever its ``output_flag``; build that first one with fd 1 sent to devnull."""
+    import highspy
+
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def available_solvers() -> list[str]:
@@ -106,6 +126,8 @@ def _solve_one(P, q, A, b, C, d, opts: _Options) -> dict[str, Any]:
     kw = {**SOLVER_OPTIONS.get(opts.solver, {}), **opts.solver_options}
     csc = lambda M: None if M is None else sp.csc_matrix(M)  # every backend here is a sparse solver
     problem = qpsolvers.Problem(csc(P), q, csc(C), d, csc(A), b)
+    if opts.solver == "highs":
+        _silence_highs_banner()
     with warnings.catch_warnings():  # failure is reported below as a ValueError instead
         warnings.filterwarnings("ignore", message=r".*terminated with status", category=UserWarning)
         sol = qpsolvers.solve_problem(problem, solver=opts.solver, **kw)
