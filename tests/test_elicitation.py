@@ -249,3 +249,11 @@ def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint):
                     mdl_steps=1, mdl_labels=64, mdl_budgets=(3,))
     assert set(out["pretrained"]) == {"gpt2-style"} and "random_init" not in out
     assert 0 <= out["pretrained"]["gpt2-style"]["acc0"] <= 1
+
+
+def test_rise_study_validates_budgets_and_adds_only_rise_budgets():
+    # the extra budgets lie strictly inside the stored grid's rise and are new points
+    assert all(1 < p < 300 and p not in E.BUDGETS for p in E.RISE_BUDGETS)
+    for bad in ([], [0], [2.5], [True], ["all"]):
+        with pytest.raises(ValueError, match="budgets"):
+            E.rise_study(bad)

@@ -39,7 +39,7 @@ from neurips25.runtime import cap
 __all__ = ["LETTERS", "DIGITS", "MARKERS", "majority_pairs", "task_tokenizer", "encode_pairs", "pretrain",
            "ExactPLoRA", "select_entries", "finetune", "accuracy", "run_budget", "sweep", "frontier",
            "gap_closure", "MODELS", "fit_curve", "compare_fits", "aic_null_test", "params_for_gap", "bootstrap_params_for_gap",
-           "lr_grid", "prequential_mdl", "mdl_code", "make_data", "SWEEP", "run_all"]
+           "lr_grid", "prequential_mdl", "mdl_code", "make_data", "SWEEP", "RISE_BUDGETS", "run_all", "rise_study"]
 
 LETTERS = "abcd"
 DIGITS = "1234"
@@ -526,6 +526,10 @@ SWEEP = {
     "full": dict(models=(0, 1, 2, 3, 4), pretrain_steps=1000, steps=200, seeds_per_budget=3, budgets=BUDGETS,
                  mdl_budgets=(10, 100, 1000, "all"), mdl_labels=2048, mdl_block=8, mdl_steps=4),
 }
+# Extra budgets inside the rise (``rise_study``, ``python -m neurips25.elicitation --rise``): the sweep's
+# floor (p <= 20) and ceiling (p >= 300) are observed for every model, and p = 1 is the smallest budget
+# there is, so the only place where budgets can add shape information is between them.
+RISE_BUDGETS = (15, 40, 70, 150)
 
 
 def _sweep_model(model, data, n_lora, *, steps, seeds, budgets=BUDGETS) -> dict:
@@ -605,6 +609,26 @@ def run_all(*, models=(0, 1, 2), pretrain_steps: int = 300, steps: int = 40, mdl
     return out
 
 
+def rise_study(budgets=RISE_BUDGETS, *, models=(0, 1, 2), pretrain_steps: int = 300, steps: int = 40,
+               seeds_per_budget: int = 1) -> dict:
+    """More budgets inside the rise for the stored sweep's pretrained models, with the sweep's own
+    protocol (same pretraining, data, subset seeds, ``lr_grid(p)`` and steps), so that their records
+    can be pooled with ``run_all``'s: ``{model: {"acc0", "records"}}``. Under smoke the budgets are capped."""
+    budgets = list(budgets)
+    if not budgets or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in budgets):
+        raise ValueError(f"budgets must be a non-empty list of positive ints, got {budgets!r}")
+    tok = task_tokenizer()
+    data = make_data(tok)
+    out = {}
+    for m in tuple(models)[:cap(len(models))]:
+        base = pretrain(tok, steps=pretrain_steps, seed=m)
+        records = sweep(base, {p: lr_grid(p) for p in budgets[:cap(len(budgets))]},
+                        list(range(m, m + seeds_per_budget))[:cap(seeds_per_budget)], data, steps=steps)
+        acc0 = accuracy(lambda X, base=base: base(input_ids=X).logits, data["X_test"], data["y_test"], data["choices"])
+        out[str(m)] = {"acc0": acc0, "records": records}
+    return out
+
+
 def main(argv=None) -> None:
     """``python -m neurips25.elicitation [--scale full]``: regenerate ``notebooks/results/elicitation.json``
     (or ``elicitation.full.json``) with the settings of ``SWEEP[scale]``."""
@@ -616,12 +640,26 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=main.__doc__)
     add_scale_arguments(ap)
     ap.add_argument("--models", type=int, nargs="+", default=None, help="pretraining seeds (default: SWEEP's)")
+    ap.add_argument("--rise", action="store_true",
+                    help="run only the extra budgets inside the rise (rise_study) and store them in the existing "
+                         "sweep's file under 'rise'")
     args = ap.parse_args(argv)
     cfg = dict(SWEEP[args.scale])
     if args.models is not None:
         cfg["models"] = tuple(args.models)
     seed_everything(0)
     torch.set_num_threads(1)
+    if args.rise:
+        from neurips25.results import load_results, results_path
+
+        old = load_results("elicitation", args.out or results_path("elicitation", args.scale), scale=args.scale)
+        flag = "" if args.scale == "small" else f" --scale {args.scale}"
+        data = {**old["data"], "rise": rise_study(**{k: cfg[k] for k in ("models", "pretrain_steps", "steps",
+                                                                        "seeds_per_budget")})}
+        path = save_results("elicitation", data, command=old["command"] + f"; python -m neurips25.elicitation{flag} --rise",
+                            seed=old["seed"], path=args.out, scale=args.scale)
+        print("wrote", path)
+        return
     res = run_all(**cfg)
     command = "python -m neurips25.elicitation" + ("" if args.scale == "small" else f" --scale {args.scale}")
     if args.models is not None:
