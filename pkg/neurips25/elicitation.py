@@ -19,6 +19,8 @@ Pieces, in the paper's order:
   ``compare_fits``, ``params_for_gap``, ``bootstrap_params_for_gap``);
 * prequential MDL (``prequential_mdl``), the paper's second measure of elicitation vs teaching;
 * ``run_all`` / ``python -m neurips25.elicitation``: the stored sweep over three pretrained models.
+* ``rise_study`` / ``python -m neurips25.elicitation --rise``: four more budgets inside the rise of the
+  same three models, added to the stored sweep (the law contest needs points between the bends).
 
 Fine-tuning runs are plain full-batch torch loops, not Lightning: a sweep is hundreds of
 sub-second runs over one tensor batch, where a ``Trainer``'s setup would cost more than the run.
@@ -654,9 +656,10 @@ def main(argv=None) -> None:
 
         old = load_results("elicitation", args.out or results_path("elicitation", args.scale), scale=args.scale)
         flag = "" if args.scale == "small" else f" --scale {args.scale}"
+        rerun = f"; python -m neurips25.elicitation{flag} --rise"
         data = {**old["data"], "rise": rise_study(**{k: cfg[k] for k in ("models", "pretrain_steps", "steps",
                                                                         "seeds_per_budget")})}
-        path = save_results("elicitation", data, command=old["command"] + f"; python -m neurips25.elicitation{flag} --rise",
+        path = save_results("elicitation", data, command=old["command"].replace(rerun, "") + rerun,
                             seed=old["seed"], path=args.out, scale=args.scale)
         print("wrote", path)
         return
