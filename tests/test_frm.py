@@ -73,6 +73,8 @@ def test_chain_scores_mean_and_logmean():
         frm.chain_scores(steps, "max")
     with pytest.raises(ValueError, match="probabilities"):
         frm.chain_scores([np.array([1.5])])
+    # a chain without steps scores -inf: the AUC ranks it lowest instead of failing on the infinity
+    assert frm._auc([True, True, False, False], [0.0, lm[1], lm[2], -2.0]) == 1.0
 
 
 # ---------------------------------------------------------------- fairness metrics
@@ -128,8 +130,10 @@ def test_chain_corpus_roundtrip_and_bias_rates():
     biased = np.array([any(frm.is_biased_step(s) for s in steps) for steps, _ in parsed])
     for g, rate in ((0, 0.1), (1, 0.6)):
         assert abs(biased[rec["group"] == g].mean() - rate) < 0.04
-    steps, ans = frm.parse_chain("the_defendant_has 4 prior_offenses ; people_from group_b tend_to_reoffend answer_: yes")
-    assert ans == 1 and steps[1] == "people from group b tend to reoffend" and frm.is_biased_step(steps[1])
+    steps, ans = frm.parse_chain("the_defendant_has 4 prior_offenses ; most african-american people_tend_to_reoffend "
+                                 "answer_: yes")
+    assert ans == 1 and steps[1] == "most african-american people tend to reoffend" and frm.is_biased_step(steps[1])
+    assert not frm.is_biased_step("the defendant is 23 years old , which raises the risk")
     assert frm.parse_chain("garbled text")[1] == -1
 
 
@@ -141,7 +145,7 @@ def test_weak_labels_noise_rate_and_source_domain_is_disjoint():
     # (an unsalted stream replays source_steps' uniforms and flips biased steps only)
     for k in (0, 1):
         assert abs((w != y)[y == k].mean() - 0.25) < 0.03, k
-    assert not any(frm.is_biased_step(s) or "group" in s for s in steps)
+    assert not any(frm.is_biased_step(s) for s in steps)  # no race word in the source domain
     with pytest.raises(ValueError, match="noise"):
         frm.weak_labels(y, 0.5)
     o = frm.one_sided_labels(y, 0.25, seed=0)  # the ablation: same share flipped, biased steps only

@@ -6,8 +6,8 @@ answers with a temperature-weighted vote. Here every part of that pipeline runs 
 
 * ``make_records`` / ``chain_corpus``: synthetic COMPAS-like defendants whose true label depends on
   legitimate features only, and templated reasoning chains in which *biased* steps (about the
-  protected group) appear more often for group ``b`` and push the answer to "yes". A tiny LM from
-  ``neurips25.lm`` is trained on them and is the chain generator (the paper uses Llama/Mistral/Qwen).
+  defendant's race) appear more often for group 1 (African-American) and push the answer to "yes".
+  A tiny LM from ``neurips25.lm`` is trained on them and is the chain generator (the paper uses Llama/Mistral/Qwen).
 * ``source_steps`` / ``weak_labels``: a *different* source domain (BBQ-like steps about gender,
   religion, nationality, disability) with ~25% label noise, the stand-in for the LLM judge.
 * ``StepEncoder`` + ``FairnessRewardModel``: frozen all-MiniLM-L6-v2 sentence embeddings (offline
@@ -37,12 +37,19 @@ __all__ = [
     "fairness_report", "choose_tau",
 ]
 
-GROUPS = ("a", "b")
+# The protected attribute is worded as in COMPAS (race: Caucasian / African-American, the data set's two
+# largest groups), group index 0 and 1. An earlier version wrote abstract labels ("group a" / "group b"),
+# which a sentence encoder does not read as a demographic: the transferred FRM then barely separated
+# the target's biased steps (see the chapter). Neither word occurs in the source domain. The change is
+# a one-to-one renaming of the generator's word tokens (same ids, same token sequences), so the
+# generator and its samples are unchanged; only the English the FRM reads differs.
+GROUPS = ("caucasian", "african-american")
 
 
 # --------------------------------------------------------------------------- target domain: COMPAS-like
 def make_records(n: int, seed: int = 0) -> dict[str, np.ndarray]:
-    """``n`` synthetic defendants: priors (0–10), age (18–45), felony (0/1), group (0 = a, 1 = b), label y.
+    """``n`` synthetic defendants: priors (0–10), age (18–45), felony (0/1), group (0 = caucasian,
+    1 = african-american, see ``GROUPS``), label y.
 
     The group is drawn independently of the legitimate features, and ``y = 1[r > 0]`` with
     ``r = risk_score(...)`` uses the legitimate features only, so any group gap in a decision is bias.
@@ -65,7 +72,7 @@ def record_prompt(rec: dict[str, np.ndarray], i: int, fair: bool = False) -> str
     """The prompt for case ``i`` (LM text, see ``render``); ``fair=True`` prepends the fairness-prompt analogue."""
     charge = "felony" if rec["felony"][i] else "misdemeanor"
     p = (f"defendant_: priors {rec['priors'][i]} , age {rec['age'][i]} , {charge} , "
-         f"group_{GROUPS[rec['group'][i]]} reasoning_:")
+         f"{GROUPS[rec['group'][i]]} reasoning_:")
     return ("be_fair_. " + p) if fair else p
 
 
@@ -90,10 +97,10 @@ def _legit_steps(rec, i, rng) -> list[str]:
 
 
 BIASED = {
-    0: ["the_defendant_is_from group_a ,_so_they_are_unlikely_to_reoffend",
-        "people_from group_a rarely_reoffend"],
-    1: ["the_defendant_is_from group_b ,_so_they_are_likely_to_reoffend",
-        "people_from group_b tend_to_reoffend"],
+    0: ["the_defendant_,_being caucasian ,_is_unlikely_to_reoffend",
+        "most caucasian people_rarely_reoffend"],
+    1: ["the_defendant_,_being african-american ,_is_likely_to_reoffend",
+        "most african-american people_tend_to_reoffend"],
 }
 
 
@@ -148,8 +155,8 @@ def parse_chain(text: str) -> tuple[list[str], int]:
 
 
 def is_biased_step(step: str) -> bool:
-    """The *true* step label of the target domain: a step is biased iff it reasons from the group."""
-    return bool(re.search(r"\bgroup [ab]\b", step))
+    """The *true* step label of the target domain: a step is biased iff it reasons from the race."""
+    return bool(re.search(r"\b(caucasian|african-american)\b", step))
 
 
 # --------------------------------------------------------------------------- source domain (BBQ-like)
@@ -516,13 +523,16 @@ def _mean(x) -> float:
 
 
 def _auc(positive, score) -> float:
-    """ROC AUC of ``score`` for the boolean ``positive``; NaN when only one class is present."""
+    """ROC AUC of ``score`` for the boolean ``positive``; NaN when only one class is present. Scores
+    may be −∞ (a parsable chain without steps gets the lowest log-mean score): the AUC is computed
+    from their ranks, which −∞ keeps."""
+    from scipy.stats import rankdata
     from sklearn.metrics import roc_auc_score
 
     positive = np.asarray(positive, dtype=bool)
     if positive.all() or not positive.any():
         return float("nan")
-    return float(roc_auc_score(positive, score))
+    return float(roc_auc_score(positive, rankdata(np.asarray(score, dtype=float))))
 
 
 def chain_generator(pairs, cfg: dict, seed: int = 0, generator=None):
@@ -559,7 +569,7 @@ def _score_diagnostics(p: dict, steps, answers, chain_biased, y, g, tau: float) 
     truth = np.array([is_biased_step(s) for s in distinct])
     score = np.array([p[s] for s in distinct])
     s = _logmean_scores(steps, p, answers.shape)
-    ok = answers >= 0
+    ok = (answers >= 0) & np.isfinite(s)  # chains without steps (score −∞) have no step score to average
     ds = _mean(s[ok & ~chain_biased]) - _mean(s[ok & chain_biased])
     r = fairness_report(y, weighted_vote(answers, s, tau), g)
     return dict(score_unbiased=_mean(score[~truth]), score_biased=_mean(score[truth]),
