@@ -143,10 +143,14 @@ def test_traversal_leaf_root_leaves():
     assert codes == [3, 0]  # edge 1 backwards (leaf→root), edge 0 forwards (root→leaf)
 
 
-def test_tree_dsbm_smoke(any_device):
+def _two_leaf_star(n):
+    """A two-leaf star with 1-d Gaussians at -1 and +1 (n samples each): the smoke tests' problem."""
     seed_everything(0)
-    tree = star_tree([0.5, 0.5], 0.3)
-    data = [torch.randn(256, 1) - 1, torch.randn(256, 1) + 1]
+    return star_tree([0.5, 0.5], 0.3), [torch.randn(n, 1) - 1, torch.randn(n, 1) + 1]
+
+
+def test_tree_dsbm_smoke(any_device):
+    tree, data = _two_leaf_star(256)
     seen = []
     model = tree_dsbm(tree, data, n_iter=2, steps=5, batch_size=64, hidden=(16,), n_steps=5,
                       callback=lambda it, m: seen.append((it, m.device.type)), device=any_device)
@@ -268,9 +272,7 @@ def test_half_bridge_starts_at_reference_and_checks_batch():
 def test_tree_dsb_smoke(any_device):
     from neurips25.tree_sb import tree_dsb
 
-    seed_everything(0)
-    tree = star_tree([0.5, 0.5], 0.3)
-    data = [torch.randn(128, 1) - 1, torch.randn(128, 1) + 1]
+    tree, data = _two_leaf_star(128)
     seen = []
     model = tree_dsb(tree, data, n_iter=2, steps=3, batch_size=32, hidden=(16,), n_steps=4,
                      callback=lambda h, m, s: seen.append((h, s, m.device.type)), device=any_device)
