@@ -200,10 +200,23 @@ def test_spiky_sweep_structure_and_inputs():
     r = out["checkpoints"]["200"]["2"]
     assert set(r) == {"minnorm_og", "gd"} and len(r["gd"]["sup"]) == 1 and len(r["gd"]["grid"]) == 4
     assert set(out["poisoned"]["0"]["100"]) >= {"train_mse", "max_res_forget", "max_w1"}
+    assert "eval_sup" not in r["gd"]["grid"][0] and "all_configs" not in out["config"]
     with pytest.raises(ValueError, match="disjoint"):
         run_spiky_sweep(seeds=(0, 1), tune_seeds=(1,))
     with pytest.raises(ValueError, match="methods"):
         run_spiky_sweep(seeds=(0,), tune_seeds=(1,), methods=("magic",))
+
+
+def test_spiky_all_configs_keeps_every_configuration():
+    out = run_spiky_sweep(seeds=(0, 1), tune_seeds=(2,), checkpoints=(100,), budgets=(2,), methods=("gd",),
+                          all_configs=True)
+    assert out["config"]["all_configs"] is True
+    r = out["checkpoints"]["100"]["2"]["gd"]
+    for g in r["grid"]:  # per-seed sup-errors of every configuration, on both splits
+        assert len(g["tune_sup"]) == 1 and len(g["eval_sup"]) == 2
+        assert g["tune_mean_sup"] == pytest.approx(g["tune_sup"][0])
+    chosen = next(g for g in r["grid"] if g["hp"] == r["best_hp"])
+    assert chosen["eval_sup"] == pytest.approx(r["sup"])  # the reported numbers are the chosen row's
 
 
 def test_spiky_small_is_the_stored_spiky_sweep():
@@ -215,3 +228,15 @@ def test_spiky_small_is_the_stored_spiky_sweep():
     assert cfg["seeds"] == list(range(small["seeds"])) and cfg["tune_seeds"] == small["tune_seeds"]
     assert cfg["checkpoints"] == small["checkpoints"] and cfg["budgets"] == small["budgets"]
     assert set(SPIKY["full"]) == set(small) and SPIKY["full"]["checkpoints"][-1] == 100_000  # the paper's
+
+
+def test_spiky_selection_small_is_the_stored_selection_sweep():
+    from neurips25.results import load_results
+    from neurips25.unlearning import SPIKY_SELECTION
+
+    payload = load_results("unlearning_spiky_selection")
+    cfg, small = payload["data"]["config"], SPIKY_SELECTION["small"]
+    assert payload["slug"] == "unlearning_spiky_selection" and cfg["all_configs"] is True
+    assert cfg["seeds"] == list(range(small["seeds"])) and cfg["tune_seeds"] == small["tune_seeds"]
+    assert cfg["checkpoints"] == small["checkpoints"] and cfg["budgets"] == small["budgets"]
+    assert set(SPIKY_SELECTION["full"]) == set(small) and SPIKY_SELECTION["full"]["checkpoints"] == [100_000]

@@ -38,7 +38,7 @@ __all__ = [
     "METHODS", "LABELS", "model_jacobian", "project_orthogonal", "minnorm_og_step", "min_norm_interpolator",
     "Unlearner", "unlearn", "Interpolator", "fit_interpolator", "fit_snapshots", "sine_poisoning_data", "sine_mlp",
     "sup_error", "tuning_grid", "backdoor_digits", "backdoor_metrics", "run_sine_sweep", "run_spiky_sweep",
-    "SWEEP", "SPIKY", "main",
+    "SWEEP", "SPIKY", "SPIKY_SELECTION", "main",
 ]
 
 METHODS = ("minnorm_og", "gd", "noisy_gd", "ga", "neggrad_plus", "ridge", "l1_sparse", "retrain")
@@ -514,9 +514,12 @@ def run_sine_sweep(seeds=(0, 1, 2), budgets=(10, 100, 1000), tune_seeds=(100, 10
     return out
 
 
-def _tune_and_evaluate(runs: dict, m: str, T: int, seeds, tune_seeds, half_width: float) -> dict[str, Any]:
+def _tune_and_evaluate(runs: dict, m: str, T: int, seeds, tune_seeds, half_width: float,
+                       all_configs: bool = False) -> dict[str, Any]:
     """Choose ``m``'s configuration from ``tuning_grid(m, T)`` by the mean sup-error on the held-out
-    ``tune_seeds`` and report it on the evaluation ``seeds``; ``runs[s] = (data, poisoned model)``."""
+    ``tune_seeds`` and report it on the evaluation ``seeds``; ``runs[s] = (data, poisoned model)``.
+    ``all_configs``: also keep every configuration's per-seed sup-errors on the tuning and the
+    evaluation seeds (``tune_sup``, ``eval_sup``), to see how much the choice itself decides."""
     def evaluate(hp: dict, which) -> tuple[list[float], list[float]]:
         sups, rmse = [], []
         for s in which:
@@ -532,6 +535,8 @@ def _tune_and_evaluate(runs: dict, m: str, T: int, seeds, tune_seeds, half_width
         sups, _ = evaluate(hp, tune_seeds)
         finite = all(map(math.isfinite, sups))
         grid.append({"hp": hp, "tune_mean_sup": sum(sups) / len(sups) if finite else float("inf")})
+        if all_configs:
+            grid[-1].update(tune_sup=sups, eval_sup=evaluate(hp, seeds)[0])
     best = min(grid, key=lambda r: r["tune_mean_sup"])
     sups, rmse = evaluate(best["hp"], seeds)
     return {"best_hp": best["hp"], "sup": sups, "retain_mse": rmse,
@@ -551,12 +556,13 @@ def _fit_diagnostics(model: nn.Module, d: dict, half_width: float) -> dict[str, 
 
 def run_spiky_sweep(seeds=(0, 1, 2), tune_seeds=(100,), checkpoints=(5000, 10_000, 20_000), budgets=(10, 100),
                     methods=("minnorm_og", "gd"), lr: float = 1e-3, half_width: float = 5 * math.pi,
-                    log=None) -> dict[str, Any]:
+                    log=None, all_configs: bool = False) -> dict[str, Any]:
     """The paper's own ("spiky") sine setup: x on [−5π, 5π], the five poison points drawn uniformly
     (no minimum gap to the retain points), the poisoned network trained by full-batch AdamW at the
     paper's constant lr = 10⁻³ — here for ``checkpoints[-1]`` steps instead of the paper's 100,000,
     unlearning from the snapshot after each of ``checkpoints`` steps (a trend toward the paper's
-    length). Each method is tuned as in :func:`run_sine_sweep` (same grid, held-out seeds).
+    length). Each method is tuned as in :func:`run_sine_sweep` (same grid, held-out seeds);
+    ``all_configs`` also evaluates every configuration of the grid (see ``_tune_and_evaluate``).
     """
     if set(seeds) & set(tune_seeds):
         raise ValueError(f"seeds and tune_seeds must be disjoint, got {seeds} and {tune_seeds}")
@@ -567,7 +573,8 @@ def run_spiky_sweep(seeds=(0, 1, 2), tune_seeds=(100,), checkpoints=(5000, 10_00
         raise ValueError(f"methods must be among {METHODS}, got {bad}")
     out: dict[str, Any] = {"config": {"seeds": list(seeds), "tune_seeds": list(tune_seeds), "lr": lr,
                                       "checkpoints": list(checkpoints), "budgets": list(budgets),
-                                      "half_width": half_width, "methods": list(methods)},
+                                      "half_width": half_width, "methods": list(methods),
+                                      **({"all_configs": True} if all_configs else {})},
                            "data": {}, "poisoned": {}, "checkpoints": {}}
     snaps = {}
     for s in (*tune_seeds, *seeds):
@@ -586,7 +593,8 @@ def run_spiky_sweep(seeds=(0, 1, 2), tune_seeds=(100,), checkpoints=(5000, 10_00
         runs = {s: (d, models[k]) for s, (d, models) in snaps.items()}
         res: dict[str, Any] = {}
         for T in budgets:
-            res[str(T)] = {m: _tune_and_evaluate(runs, m, T, seeds, tune_seeds, half_width) for m in methods}
+            res[str(T)] = {m: _tune_and_evaluate(runs, m, T, seeds, tune_seeds, half_width, all_configs)
+                           for m in methods}
             if log:
                 log(f"steps {k} T={T}: " + ", ".join(f"{m} {r['median_sup']:.2f}" for m, r in res[str(T)].items()))
         out["checkpoints"][str(k)] = res
@@ -611,6 +619,15 @@ SPIKY = {
     "full": dict(seeds=10, tune_seeds=[100, 101, 102], checkpoints=[10_000, 30_000, 100_000], budgets=[10, 100]),
 }
 
+#: How much the choice of configuration decides the spiky result (``unlearning_spiky_selection.json``,
+#: ``--experiment selection``): every configuration of both grids evaluated on three held-out tuning seeds
+#: and the evaluation seeds, from one snapshot (``small``: 5,000 steps, ~8 CPU-minutes; ``full``: the
+#: paper's 100,000 steps and 10 seeds, the paper's number of trials).
+SPIKY_SELECTION = {
+    "small": dict(seeds=3, tune_seeds=[100, 101, 102], checkpoints=[5000], budgets=[10, 100]),
+    "full": dict(seeds=10, tune_seeds=[100, 101, 102], checkpoints=[100_000], budgets=[10, 100]),
+}
+
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m neurips25.unlearning [--scale small|full] [--seeds 3] [--budgets 10 100 1000]``:
@@ -623,22 +640,29 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--budgets", type=int, nargs="+", default=None)
     p.add_argument("--tune-seeds", type=int, nargs="+", default=None)
     p.add_argument("--steps", type=int, default=None, help="training steps of the poisoned model")
-    p.add_argument("--experiment", choices=("table1", "spiky"), default="table1",
+    p.add_argument("--checkpoints", type=int, nargs="+", default=None,
+                   help="spiky: training-step snapshots to unlearn from")
+    p.add_argument("--experiment", choices=("table1", "spiky", "selection"), default="table1",
                    help="table1: the chapter's sweep (unlearning.json); spiky: the paper's own setup "
-                        "(unlearning_spiky.json, settings SPIKY[scale])")
+                        "(unlearning_spiky.json, settings SPIKY[scale]); selection: every configuration "
+                        "of the spiky grids evaluated (unlearning_spiky_selection.json, SPIKY_SELECTION)")
     a = p.parse_args(argv)
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.set_num_threads(1)  # 90k-parameter model: thread synchronisation costs more than it saves
     cmd = "python -m neurips25.unlearning " + " ".join(argv if argv is not None else sys.argv[1:])
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
-    if a.experiment == "spiky":
-        cfg = dict(SPIKY[a.scale])
+    settings = lambda table: {k: (v if getattr(a, k) is None else getattr(a, k))  # noqa: E731
+                              for k, v in table[a.scale].items()}  # the scale's settings, flags override
+    if a.experiment in ("spiky", "selection"):
+        sel = a.experiment == "selection"
+        cfg = settings(SPIKY_SELECTION if sel else SPIKY)
         seeds, tune, ks = list(range(cfg["seeds"])), list(cfg["tune_seeds"]), list(cfg["checkpoints"])
         data = run_spiky_sweep(tuple(seeds[:cap(len(seeds))]), tuple(tune[:cap(len(tune))]),
-                               tuple(ks[-cap(len(ks)):]), tuple(cfg["budgets"]), log=log)
-        print(save_results("unlearning_spiky", data, cmd.strip(), seed=0, path=a.out, scale=a.scale))
+                               tuple(ks[-cap(len(ks)):]), tuple(cfg["budgets"]), log=log, all_configs=sel)
+        slug = "unlearning_spiky_selection" if sel else "unlearning_spiky"
+        print(save_results(slug, data, cmd.strip(), seed=0, path=a.out, scale=a.scale))
         return
-    cfg = {k: (v if getattr(a, k) is None else getattr(a, k)) for k, v in SWEEP[a.scale].items()}
+    cfg = settings(SWEEP)
     seeds, budgets, tune = list(range(cfg["seeds"])), list(cfg["budgets"]), list(cfg["tune_seeds"])
     data = run_sine_sweep(tuple(seeds[:cap(len(seeds))]), tuple(budgets[:cap(len(budgets))]),
                           tuple(tune[:cap(len(tune))]), steps=cfg["steps"], log=log)
