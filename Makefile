@@ -49,6 +49,9 @@ $(STAMP): pkg/pyproject.toml $(CONSTRAINTS)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) torch==2.13.0
 	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e "./pkg[all]"
+# OptNet (the dqp chapter's baseline): qpth 0.0.18 declares numpy<2 but runs with NumPy 2, so
+# it is installed without its dependencies (no extra can say --no-deps); dqp's stored outputs use it
+	$(BIN)/python -m pip install -q --no-deps qpth==0.0.18
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
