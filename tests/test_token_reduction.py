@@ -1,4 +1,6 @@
 """Tests for neurips25.token_reduction (frequency-aware token reduction)."""
+import math
+
 import pytest
 import torch
 
@@ -9,6 +11,7 @@ from neurips25.token_reduction import (
     TinyViT,
     TokenState,
     apply_reduction,
+    cls_probe,
     dc_cosine_stats,
     evaluate,
     fine_tune,
@@ -23,6 +26,7 @@ from neurips25.token_reduction import (
     reduce_ours,
     reduce_random,
     reduce_tome,
+    reduction_step,
     single_thread,
     train_tiny_vit,
     unmerged_map,
@@ -184,14 +188,48 @@ def test_paper_ablations_runs_and_validates(model, images):
     from neurips25.token_reduction import paper_ablations
 
     y = torch.arange(len(images)) % 10
-    out = paper_ablations(model, images, y, layers=(1, 2), n_amp=4)
+    out = paper_ablations(model, images, y, layers=(1, 2), n_amp=4, n_step=3, train=(images, y))
     assert set(out["acc"]) == {"LF only", "HF only"} and set(out["schedule"]) == {"0,1,2", "1,2,3"}
     assert all(len(v) == model.depth for v in out["amplitude"].values())
     assert "ToMe (every block)" in out["amplitude"] and 0 < out["macs_ratio"]["ours"] < 1
+    assert set(out["amplitude_noisy"]) == set(out["step"]) == {"ours", "EViT", "ToMe", "random"}
+    assert len(out["probe"]) == model.depth
+    assert "probe" not in paper_ablations(model, images, y, layers=(1, 2), n_amp=2, n_step=2)
     with pytest.raises(ValueError, match="n_amp"):
         paper_ablations(model, images, y, layers=(1, 2), n_amp=0)
+    with pytest.raises(ValueError, match="n_step"):
+        paper_ablations(model, images, y, layers=(1, 2), n_step=0)
+    with pytest.raises(ValueError, match="noise"):
+        paper_ablations(model, images, y, layers=(1, 2), noise=-1.0)
     with pytest.raises(ValueError, match="equally long"):
         paper_ablations(model, images, y[:2], layers=(1, 2))
+
+
+def test_reduction_step_measures_one_reduction(model, images):
+    # keeping every token (ToMe at keep 1) removes nothing and averages nothing
+    r = reduction_step(model, images, ReductionPlan("tome", 1.0, (1,)), 1)
+    assert abs(r["hf_removed"]) < 1e-5 and r["largest_group"] == 1.0 and math.isnan(r["group_cos"])
+    for method in ("ours", "tome", "random"):     # plain (size-weighted) means: HF energy can only fall
+        r = reduction_step(model, images, ReductionPlan(method, 0.5, (1,)), 1)
+        assert -1e-6 <= r["hf_removed"] <= 1.0, method
+    ours = reduction_step(model, images, ReductionPlan("ours", 0.5, (0,)), 0)
+    assert ours["largest_group"] == 16 - 7      # 8 kept = 7 HF tokens + one DC token of the other 9
+    assert -1.0 <= ours["group_cos"] <= 1.0
+    with pytest.raises(ValueError, match="layer"):
+        reduction_step(model, images, ReductionPlan("ours", 0.5, (1,)), model.depth)
+    with pytest.raises(ValueError, match="X"):
+        reduction_step(model, images[:0], ReductionPlan("ours", 0.5, (1,)), 1)
+
+
+def test_cls_probe_reads_a_label_the_cls_token_carries(model):
+    X = torch.cat([torch.zeros(6, 64), torch.ones(6, 64)])     # two distinct images, one per class
+    y = torch.tensor([0] * 6 + [1] * 6)
+    acc = cls_probe(model, (X, y), (X, y), batch=5)
+    assert acc.shape == (model.depth,) and torch.equal(acc, torch.ones(model.depth))
+    with pytest.raises(ValueError, match="ridge"):
+        cls_probe(model, (X, y), (X, y), ridge=0.0)
+    with pytest.raises(ValueError, match="train"):
+        cls_probe(model, (X, y[:3]), (X, y))
 
 
 def test_high_pass_removes_mean():
@@ -284,6 +322,8 @@ def test_diagnostics_on_model_device(model, images, any_device):
         assert 0.0 <= evaluate(m, images, y, plan) <= 1.0
         assert hf_energy_per_layer(m, images, plan).device.type == any_device.type
         assert hf_amplitude_per_layer(m, images, plan).device.type == any_device.type
+        assert 0.0 <= reduction_step(m, images, plan, 1)["largest_group"] <= 16
+    assert cls_probe(m, (images, y), (images, y)).shape == (m.depth,)
     cos = dc_cosine_stats(m, images, control=True)
     assert cos["lf"].device.type == any_device.type and torch.isfinite(cos["hf"]).all()
     assert hf_lf_partition(m, images[0], layer=1, keep_ratio=0.5)["hf"].shape == (4, 4)

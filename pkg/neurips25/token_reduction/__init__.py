@@ -37,6 +37,7 @@ from .core import (
     window_ids,
 )
 from .diagnostics import (
+    cls_probe,
     dc_cosine_stats,
     evaluate,
     hf_amplitude_per_layer,
@@ -44,6 +45,7 @@ from .diagnostics import (
     hf_lf_partition,
     measure_macs,
     measure_throughput,
+    reduction_step,
     unmerged_map,
 )
 from .experiment import (
@@ -76,7 +78,7 @@ __all__ = [
     "METHODS", "ReductionPlan", "TokenState", "TinyViT", "Attention", "LayerTrace", "ViTClassifier",
     "ReducedFineTuner", "high_pass", "hf_energy", "hf_scores", "window_ids", "reduce_ours", "reduce_evit",
     "reduce_tome", "reduce_random", "apply_reduction", "evaluate", "dc_cosine_stats", "hf_lf_partition",
-    "hf_energy_per_layer", "hf_amplitude_per_layer", "unmerged_map", "measure_macs", "measure_throughput", "digits_loaders", "train_tiny_vit",
+    "hf_energy_per_layer", "hf_amplitude_per_layer", "unmerged_map", "reduction_step", "cls_probe", "measure_macs", "measure_throughput", "digits_loaders", "train_tiny_vit",
     "fine_tune", "SWEEP", "VARIANTS", "ABLATIONS", "MAIN_VARIANTS", "single_thread", "run_experiment", "main", "plan_for",
     "training_free", "reduced_energies", "VIT64", "VIT64_SWEEP", "encode_state", "decode_state", "train_vit64", "load_vit64",
     "run_vit64", "main_vit64", "paper_ablations",

@@ -135,6 +135,74 @@ def hf_amplitude_per_layer(model: TinyViT, X: torch.Tensor, plan: ReductionPlan 
 
 
 @torch.no_grad()
+def reduction_step(model: TinyViT, X: torch.Tensor, plan: ReductionPlan, layer: int) -> dict[str, float]:
+    """What one reduction does by itself: ``plan``'s reducer applied once, at block ``layer`` of the
+    *unreduced* model, to the tokens it sees there (after the attention).
+
+    Returns ``hf_removed``, the fraction of the high-frequency energy ``||H_f[U]||_F^2`` of the
+    patch map ``U`` that the reduction removes (``U`` before vs :func:`unmerged_map` after, mean over
+    images; a pruned patch takes the mean, so pruning a fraction ``p`` of random patches removes about
+    ``p``); ``largest_group``, the mean size of the largest group of patches averaged into one token;
+    and ``group_cos``, the mean cosine similarity of each averaged patch's key to the mean key of its
+    group (how alike the tokens a reducer averages are; NaN when it averages nothing)."""
+    if not isinstance(layer, int) or not 0 <= layer < model.depth:
+        raise ValueError(f"layer must be an int in [0, {model.depth}), got {layer!r}")
+    if X.ndim < 2 or len(X) == 0:
+        raise ValueError(f"X must be a non-empty batch of images, got shape {tuple(X.shape)}")
+    model.eval()
+    X = _to_model(model, X)
+    _, traces = model(X, trace=True)
+    t = traces[layer]
+    x_in = traces[layer - 1].x_out if layer else model.embed(X)
+    blk = model.blocks[layer]
+    keys = blk.attn(blk.norm1(x_in), t.state_in)[2]                # the keys this block's attention used
+    x2, s2 = plan.reduce(model, t.x_attn, t.state_in, t.attn, keys, plan.make_generator())
+    g = model.grid
+    before, after = (unmerged_map(x, s, g).flatten(2).transpose(1, 2) for x, s in ((t.x_attn, t.state_in), (x2, s2)))
+    removed = 1 - hf_energy(after, relative=False).pow(2) / hf_energy(before, relative=False).pow(2)
+    src = s2.src[:, 1:, 1:]                                        # new non-CLS tokens x patches
+    size = src.sum(-1)
+    kp = keys[:, 1:]
+    mean_key = (src @ kp) / size.clamp_min(1.0)[..., None]         # (B, n', d)
+    cos = F.cosine_similarity(kp[:, None], mean_key[:, :, None], dim=-1)   # (B, n', P)
+    grouped = src * (size[..., None] >= 2)
+    n_grouped = grouped.sum()
+    return {"hf_removed": float(removed.mean()), "largest_group": float(size.max(-1).values.mean()),
+            "group_cos": float((cos * grouped).sum() / n_grouped) if n_grouped > 0 else math.nan}
+
+
+@torch.no_grad()
+def cls_probe(model: TinyViT, train: tuple, test: tuple, plan: ReductionPlan | None = None,
+              ridge: float = 1.0, batch: int = 256) -> torch.Tensor:
+    """How early the CLS token holds the class: test accuracy of a linear probe on the CLS token after
+    each block (run with ``plan``), fitted on ``train = (X, y)`` by ridge regression onto one-hot labels
+    (closed form, standardised features, penalty ``ridge``) and scored on ``test``."""
+    if not isinstance(ridge, (int, float)) or isinstance(ridge, bool) or ridge <= 0:
+        raise ValueError(f"ridge must be a positive number, got {ridge!r}")
+    for name, (X, y) in (("train", train), ("test", test)):
+        if len(X) != len(y) or len(y) == 0:
+            raise ValueError(f"{name} must be a non-empty (X, y) pair of equal lengths, got {len(X)} and {len(y)}")
+    model.eval()
+
+    def cls_features(X):
+        chunks = []
+        for i in range(0, len(X), batch):
+            _, traces = model(_to_model(model, X[i:i + batch]), plan, trace=True)
+            chunks.append(torch.stack([t.x_out[:, 0] for t in traces]))       # (depth, b, d)
+        return torch.cat(chunks, 1).double().cpu()
+
+    (Xtr, ytr), (Xte, yte) = train, test
+    Ftr, Fte = cls_features(Xtr), cls_features(Xte)
+    mu, sd = Ftr.mean(1, keepdim=True), Ftr.std(1, keepdim=True).clamp_min(1e-8)
+    Ftr, Fte = (Ftr - mu) / sd, (Fte - mu) / sd
+    Y = F.one_hot(ytr.cpu().long(), int(max(ytr.max(), yte.max())) + 1).double()
+    prior = Y.mean(0)                                                        # the intercept
+    eye = ridge * torch.eye(Ftr.shape[-1], dtype=Ftr.dtype)
+    W = torch.linalg.solve(Ftr.transpose(1, 2) @ Ftr + eye, Ftr.transpose(1, 2) @ (Y - prior))  # (depth, d, k)
+    return ((Fte @ W + prior).argmax(-1) == yte.cpu()).double().mean(-1).float()
+
+
+@torch.no_grad()
 def measure_macs(model: TinyViT, plan: ReductionPlan | None = None) -> float:
     """Multiply-accumulates of one forward pass of one image, counted by
     ``torch.utils.flop_counter.FlopCounterMode`` (matmuls and convolutions; MACs = FLOPs / 2).

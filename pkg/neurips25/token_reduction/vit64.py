@@ -21,7 +21,15 @@ import torch
 from ..runtime import cap, single_thread
 from ..vision import TinyViT
 from .core import ReductionPlan
-from .diagnostics import dc_cosine_stats, evaluate, hf_amplitude_per_layer, hf_energy_per_layer, measure_macs
+from .diagnostics import (
+    cls_probe,
+    dc_cosine_stats,
+    evaluate,
+    hf_amplitude_per_layer,
+    hf_energy_per_layer,
+    measure_macs,
+    reduction_step,
+)
 from .experiment import MAIN_VARIANTS, plan_for, reduced_energies, training_free
 from .training import fine_tune, train_tiny_vit
 
@@ -118,7 +126,8 @@ def run_vit64(model: TinyViT, splits: dict, seed: int = 0, layers=(2, 4, 6), kee
 
 @torch.no_grad()
 def paper_ablations(model: TinyViT, X: torch.Tensor, y: torch.Tensor, layers=(2, 4, 6), keep_ratio: float = 0.7,
-                    schedules=((0, 1, 2), (1, 2, 3)), tome_every_keep: float = 0.85, n_amp: int = 300) -> dict:
+                    schedules=((0, 1, 2), (1, 2, 3)), tome_every_keep: float = 0.85, n_amp: int = 300,
+                    train: tuple | None = None, noise: float = 0.05, n_step: int = 200) -> dict:
     """The paper's two analyses, measured its way on a trained model (training-free):
 
     * ``acc``: its token-set ablations at ``keep_ratio`` on ``layers`` -- "LF only" (keep the LF tokens,
@@ -127,11 +136,23 @@ def paper_ablations(model: TinyViT, X: torch.Tensor, y: torch.Tensor, layers=(2,
     * ``amplitude``: the Fourier high-frequency amplitude per block (:func:`hf_amplitude_per_layer`, the
       paper's Fig. 1 measure) on the first ``n_amp`` images, unreduced, for every main reducer and "LF
       only", and for ToMe merging at *every* block with ``tome_every_keep`` (ToMe's own schedule; its
-      MACs ratio is in ``macs_ratio``, beside ours')."""
+      MACs ratio is in ``macs_ratio``, beside ours'); ``amplitude_noisy``: the same for the four
+      reducers on the first ``n_step`` images plus Gaussian pixel noise of std ``noise`` (no two
+      patches alike);
+
+    and the two causes behind them:
+
+    * ``step``: :func:`reduction_step` of each main reducer at the first block of ``layers`` on the first
+      ``n_step`` images -- how much HF energy one reduction removes, and how alike the averaged tokens are;
+    * ``probe``: with ``train = (X_train, y_train)``, the :func:`cls_probe` accuracy of the unreduced
+      model's CLS token after each block (how early the class is read)."""
     if len(X) != len(y) or len(X) == 0:
         raise ValueError(f"X and y must be non-empty and equally long, got {len(X)} and {len(y)}")
-    if not isinstance(n_amp, int) or n_amp < 1:
-        raise ValueError(f"n_amp must be a positive int, got {n_amp!r}")
+    for name, v in (("n_amp", n_amp), ("n_step", n_step)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if isinstance(noise, bool) or not isinstance(noise, (int, float)) or noise < 0:
+        raise ValueError(f"noise must be a non-negative number, got {noise!r}")
     every = ReductionPlan("tome", tome_every_keep, tuple(range(model.depth)))
     out = {"acc": {name: evaluate(model, X, y, plan_for(name, keep_ratio, layers)) for name in ("LF only", "HF only")},
            "schedule": {}, "amplitude": {}, "macs_ratio": {}}
@@ -143,6 +164,15 @@ def paper_ablations(model: TinyViT, X: torch.Tensor, y: torch.Tensor, layers=(2,
     for name in (*MAIN_VARIANTS, "LF only"):
         out["amplitude"][name] = hf_amplitude_per_layer(model, Xa, plan_for(name, keep_ratio, layers)).tolist()
     out["amplitude"]["ToMe (every block)"] = hf_amplitude_per_layer(model, Xa, every).tolist()
+    g = torch.Generator().manual_seed(0)
+    Xs = X[:n_step]
+    Xn = Xs + noise * torch.randn(Xs.shape, generator=g).to(Xs.device)     # CPU stream: same on any device
+    out["amplitude_noisy"] = {name: hf_amplitude_per_layer(model, Xn, plan_for(name, keep_ratio, layers)).tolist()
+                              for name in ("ours", "EViT", "ToMe", "random")}
+    out["step"] = {name: reduction_step(model, Xs, plan_for(name, keep_ratio, layers[:1]), layers[0])
+                   for name in ("ours", "EViT", "ToMe", "random")}
+    if train is not None:
+        out["probe"] = cls_probe(model, train, (X, y)).tolist()
     full = measure_macs(model)
     out["macs_ratio"] = {"ours": measure_macs(model, plan_for("ours", keep_ratio, layers)) / full,
                          "ToMe (every block)": measure_macs(model, every) / full}
