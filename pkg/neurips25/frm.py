@@ -554,8 +554,8 @@ CONFIG = dict(n_train=3000, n_val=200, n_test=400, K=32, temperature=0.8, bias_r
 # small: exactly the settings of the stored sweep. full: closer to the paper, which evaluates
 # K = 32 chains per case on COMPAS (~7k defendants; several thousand test cases) with Llama/Mistral/
 # Qwen generators and an FRM trained on ~1.4k BBQ chains (thousands of judged steps): a 2-layer,
-# 128-wide generator trained 2250 steps on 20k cases (and 10k loan-screening chains), 2000 test / 1000 validation cases, 6000
-# weakly labelled source steps, 8 seeds.
+# 128-wide generator trained 2250 steps on 20k cases (and 10k loan-screening chains), 2000 test /
+# 1000 validation cases, 6000 weakly labelled source steps, 8 seeds.
 SWEEP = {
     "small": dict(config=dict(CONFIG), seeds=[0, 1, 2, 3]),
     "full": dict(config={**CONFIG, "n_train": 20_000, "n_val": 1000, "n_test": 2000, "lm_steps": 2250,
