@@ -119,11 +119,19 @@ def test_aic_null_test_rates_and_validation():
     acc = acc + np.random.default_rng(3).normal(0, 0.02, len(p))
     out = E.aic_null_test(p, acc, 0.3, n_sim=5, restarts=0)
     assert out["n_sim"] == min(5, out["n_sim"]) and out["sigma"] > 0
-    assert set(out["observed"]) == set(out["p_margin"]) == set(E.MODELS) - {"logistic"}
+    assert set(out["observed"]) == set(out["p_margin"]) == set(E.MODELS) - set(E.LOGISTIC)
     assert 0 <= out["p_not_best"] <= 1 and all(0 <= v <= 1 for v in out["p_margin"].values())
+    pb = out["p_best"]
+    assert pb["both"] <= min(pb["aic"], pb["bic"]) and out["p_not_best"] == pytest.approx(1 - pb["aic"])
+    # a given noise level replaces the fit's residual sd; with a tiny one only the smooth broken power
+    # law, which contains the logistic, can still beat it (by chance, through its extra parameter)
+    tiny = E.aic_null_test(p, acc, 0.3, n_sim=5, restarts=0, sigma=1e-4)
+    assert tiny["sigma"] == 1e-4 and all(v == 0 for k, v in tiny["p_margin"].items() if k != "smooth broken power law")
     for bad in (0, 2.0, True):
         with pytest.raises(ValueError, match="n_sim"):
             E.aic_null_test(p, acc, 0.3, n_sim=bad)
+    with pytest.raises(ValueError, match="sigma"):
+        E.aic_null_test(p, acc, 0.3, n_sim=2, sigma=0.0)
 
 
 def test_bootstrap_interval_with_unreachable_draws():
@@ -146,19 +154,33 @@ def test_smoke_run_budget(setup):
     assert "n_changed" not in full
 
 
-def test_rival_laws_have_ceilings_and_the_broken_power_law_nests_the_logistic():
+def test_rival_laws_have_ceilings_and_the_broken_power_laws_nest_the_logistic():
     p = np.logspace(0, 4, 30)
-    assert set(E.MODELS) == {"logistic", "power law", "saturating exp", "broken power law"}
+    assert set(E.MODELS) == {"logistic", "generalised logistic", "power law", "saturating exp",
+                             "broken power law", "smooth broken power law"}
+    assert set(E.LOGISTIC) == {"logistic", "generalised logistic"}
+    # nu = 1 is the logistic; the generalised form stays finite where (1 + e^-z)^(-1/nu) would overflow
+    np.testing.assert_allclose(E.MODELS["generalised logistic"][0](p, 0.95, 1.7, 3.0, 1.0, 0.25),
+                               E.MODELS["logistic"][0](p, 0.95, 1.7, 3.0, 0.25), rtol=1e-12)
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        g = E.MODELS["generalised logistic"][0](p, 0.95, 20.0, 9.0, 0.05, 0.25)
+    assert np.all(np.isfinite(g)) and g.min() == pytest.approx(0.25) and g.max() <= 0.95
     # every law saturates: none exceeds its ceiling parameter acc_inf
     assert E.MODELS["power law"][0](p, 0.9, 0.2, 0.5, 0.25).max() == pytest.approx(0.9)
-    assert E.MODELS["broken power law"][0](p, 0.9, 30.0, 1.0, 0.5, 0.25).max() <= 0.9
-    # with sharpness f = 1/a and slope c = a, the broken power law is the logistic in log p
+    assert E.MODELS["smooth broken power law"][0](p, 0.9, 30.0, 1.0, 0.5, 0.25).max() <= 0.9
+    assert E.MODELS["broken power law"][0](p, 0.9, 30.0, 1.0, 0.25).max() <= 0.9
+    # with sharpness f = 1/a and slope c = a, the smooth broken power law is the logistic in log p
     a, b = 1.7, np.log(40.0)
-    np.testing.assert_allclose(E.MODELS["broken power law"][0](p, 0.95, np.exp(b), a, 1 / a, 0.25),
+    np.testing.assert_allclose(E.MODELS["smooth broken power law"][0](p, 0.95, np.exp(b), a, 1 / a, 0.25),
                                E.MODELS["logistic"][0](p, 0.95, a, b, 0.25), rtol=1e-10)
+    # the piecewise law is flat at Acc_0 up to its break and is the smooth law's sharp-break limit
+    pw = E.MODELS["broken power law"][0](p, 0.95, 40.0, 0.8, 0.25)
+    assert np.all(pw[p <= 40] == 0.25) and np.all(np.diff(pw) >= 0)
+    np.testing.assert_allclose(E.MODELS["smooth broken power law"][0](p, 0.95, 40.0, 0.8, 1e-3, 0.25), pw,
+                               atol=1e-3)
     # a pure (capped) power law is recognised as such by AIC
     acc = E.MODELS["power law"][0](p, 0.9, 0.05, 0.4, 0.25) + np.random.default_rng(1).normal(0, 0.002, len(p))
-    assert E.compare_fits(p, acc, 0.25)[0]["name"] in ("power law", "broken power law")
+    assert E.compare_fits(p, acc, 0.25)[0]["name"] in ("power law", "smooth broken power law")
 
 
 def test_lr_grid_is_per_budget_and_validated():
@@ -257,3 +279,53 @@ def test_rise_study_validates_budgets_and_adds_only_rise_budgets():
     for bad in ([], [0], [2.5], [True], ["all"]):
         with pytest.raises(ValueError, match="budgets"):
             E.rise_study(bad)
+
+
+def test_subset_study_validates_and_covers_every_budget():
+    assert E.SUBSET_BUDGETS[-1] == "all" and len(E.SUBSET_BUDGETS) == len(E.BUDGETS) + len(E.RISE_BUDGETS)
+    assert set(E.BUDGETS[:-1]) | set(E.RISE_BUDGETS) == set(E.SUBSET_BUDGETS[:-1])
+    assert set(E.SUBSETS) == {"small", "full"} and all(s["subsets"] >= 3 for s in E.SUBSETS.values())
+    for bad in ([], [0], [2.5], [True], ["full"]):
+        with pytest.raises(ValueError, match="budgets"):
+            E.subset_study(bad)
+    for name in ("subsets", "n_val", "n_test"):
+        with pytest.raises(ValueError, match=name):
+            E.subset_study(**{name: 0})
+
+
+def test_subsets_cli_merges_one_model_into_the_stored_file(tmp_path, monkeypatch):
+    from neurips25.results import load_results, save_results
+
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")
+    out = tmp_path / "elicitation.json"
+    save_results("elicitation", {"pretrained": {}, "subsets": {"7": {"acc0": 0.5, "records": []}}},
+                 command="python -m neurips25.elicitation", seed=0, path=out)
+    E.main(["--subsets", "--models", "0", "--out", str(out)])
+    E.main(["--subsets", "--models", "0", "--out", str(out)])  # a re-run replaces, never duplicates
+    got = load_results("elicitation", out)
+    assert got["command"] == "python -m neurips25.elicitation; python -m neurips25.elicitation --subsets --models 0"
+    data = got["data"]
+    assert list(data["subsets"]) == ["0", "7"] and data["subsets"]["7"]["records"] == []
+    recs = data["subsets"]["0"]["records"]
+    # smoke: two budgets (the first and "all"), two subsets (seeds 0, 1), no full fine-tuning
+    assert {r["seed"] for r in recs} == {0, 1} and "full" not in {r["p"] for r in recs}
+    assert data["subset_settings"]["subsets"] == E.SUBSETS["small"]["subsets"]
+
+
+def test_extend_lr_edges_follows_a_winning_edge_and_stops_inside(monkeypatch):
+    def fake(model, p, lr, seed, data, steps=40):  # validation accuracy peaks at lr = 1
+        return dict(p=p, lr=lr, seed=seed, val=1 - abs(np.log10(lr)) / 10, test=0.5)
+
+    monkeypatch.setattr(E, "run_budget", fake)
+    recs = [fake(None, p, lr, s, None) for p, lrs in {5: [0.01, 0.033, 0.111], 50: [0.3, 1.0, 3.0]}.items()
+            for lr in lrs for s in (0, 1)]
+    out = E.extend_lr_edges(None, recs, {}, max_steps=3)
+    new = [r for r in out[len(recs):]]
+    # p = 5: the top rate wins, so x3 steps follow it up to the peak (0.333, 1.0), then stop past it
+    assert sorted({r["lr"] for r in new if r["p"] == 5}) == [0.333, 0.999, 2.997]
+    assert {r["seed"] for r in new} == {0, 1} and not any(r["p"] == 50 for r in new)  # interior: unchanged
+    assert E.frontier(out)[5]["lr"] == 0.999
+    with pytest.raises(ValueError, match="factor"):
+        E.extend_lr_edges(None, recs, {}, factor=1.0)
+    with pytest.raises(ValueError, match="max_steps"):
+        E.extend_lr_edges(None, recs, {}, max_steps=-1)

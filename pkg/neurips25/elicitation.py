@@ -13,14 +13,18 @@ Pieces, in the paper's order:
   scattered into frozen adapter tensors, so no optimiser or weight decay can touch anything else);
 * the budget sweep (``sweep``), the frontier $f(p)$ and gap closure
   $G(p) = (f(p) - \mathrm{Acc}_0)/(\mathrm{Acc}_\text{ceil} - \mathrm{Acc}_0)$ (``frontier``, ``gap_closure``);
-* the logistic fit in $\log p$ with power-law, broken-power-law and saturating-exponential rivals
-  (each with a ceiling) compared by AIC/BIC,
+* the logistic fit in $\log p$ (and the paper's generalised logistic) with power-law, saturating-exponential,
+  broken and smoothly broken power-law rivals (each with a ceiling) compared by AIC/BIC (``aic_null_test``:
+  what a design can resolve),
   and bootstrap intervals for the budgets that close 50 % / 90 % of the gap (``fit_curve``,
   ``compare_fits``, ``params_for_gap``, ``bootstrap_params_for_gap``);
 * prequential MDL (``prequential_mdl``), the paper's second measure of elicitation vs teaching;
 * ``run_all`` / ``python -m neurips25.elicitation``: the stored sweep over three pretrained models.
 * ``rise_study`` / ``python -m neurips25.elicitation --rise``: four more budgets inside the rise of the
   same three models, added to the stored sweep (the law contest needs points between the bends).
+* ``subset_study`` / ``python -m neurips25.elicitation --subsets --models M``: all 19 budgets of the same
+  models with several random subsets each and larger evaluation splits (the paper's 3-5 subsets per
+  budget), the frontier the law contest is fitted to.
 
 Fine-tuning runs are plain full-batch torch loops, not Lightning: a sweep is hundreds of
 sub-second runs over one tensor batch, where a ``Trainer``'s setup would cost more than the run.
@@ -41,7 +45,8 @@ from neurips25.runtime import cap
 __all__ = ["LETTERS", "DIGITS", "MARKERS", "majority_pairs", "task_tokenizer", "encode_pairs", "pretrain",
            "ExactPLoRA", "select_entries", "finetune", "accuracy", "run_budget", "sweep", "frontier",
            "gap_closure", "MODELS", "fit_curve", "compare_fits", "aic_null_test", "params_for_gap", "bootstrap_params_for_gap",
-           "lr_grid", "prequential_mdl", "mdl_code", "make_data", "SWEEP", "RISE_BUDGETS", "run_all", "rise_study"]
+           "lr_grid", "prequential_mdl", "mdl_code", "make_data", "SWEEP", "RISE_BUDGETS", "run_all", "rise_study",
+           "SUBSET_BUDGETS", "SUBSETS", "subset_study", "extend_lr_edges"]
 
 LETTERS = "abcd"
 DIGITS = "1234"
@@ -280,6 +285,13 @@ def _logistic(p, acc_inf, a, b, acc0):
     return acc0 + (acc_inf - acc0) / (1.0 + np.exp(-a * (np.log(p) - b)))
 
 
+def _generalised_logistic(p, acc_inf, a, b, nu, acc0):
+    r"""The paper's generalised (Richards) logistic in $\log p$ (App. E),
+    $\mathrm{Acc}_0 + (\mathrm{Acc}_\infty - \mathrm{Acc}_0)(1 + e^{-a(\log p - b)})^{-1/\nu}$, written as
+    ``exp(-log(1 + e^-z) / nu)`` so that no exponent overflows; ``nu = 1`` is ``_logistic``."""
+    return acc0 + (acc_inf - acc0) * np.exp(-np.logaddexp(0.0, -a * (np.log(p) - b)) / nu)
+
+
 def _power(p, acc_inf, c, gamma, acc0):
     """Power law with a ceiling: it rises like ``c p^gamma`` until it meets ``acc_inf``."""
     return np.minimum(acc0 + c * np.power(p, gamma), acc_inf)
@@ -289,7 +301,7 @@ def _satexp(p, acc_inf, tau, acc0):
     return acc0 + (acc_inf - acc0) * (1.0 - np.exp(-p / tau))
 
 
-def _broken_power(p, acc_inf, d, c, f, acc0):
+def _smooth_broken_power(p, acc_inf, d, c, f, acc0):
     """Smoothly broken power law (Caballero et al. 2023, one break) for the remaining gap:
     flat for ``p << d``, then the error ``acc_inf - acc`` falls like ``p^-c`` (sharpness ``f``).
     Written as (1 + e^z)^(-cf) = exp(-cf log(1 + e^z)), z = log(p/d)/f, so that a sharp break
@@ -297,17 +309,33 @@ def _broken_power(p, acc_inf, d, c, f, acc0):
     return acc_inf - (acc_inf - acc0) * np.exp(-c * f * np.logaddexp(0.0, np.log(p / d) / f))
 
 
+def _broken_power(p, acc_inf, d, c, acc0):
+    """(Piecewise) broken power law: flat at ``Acc_0`` up to the break ``d``, then the remaining gap
+    ``acc_inf - acc`` falls like ``(p/d)^-c`` (the sharp-break limit ``f -> 0`` of the smooth one)."""
+    return acc_inf - (acc_inf - acc0) * np.power(np.maximum(p / d, 1.0), -c)
+
+
 # name -> (f, initial guess(p, acc, acc0), bounds); Acc_0 is fixed to the measured p = 0 accuracy.
-# Every law has a ceiling parameter acc_inf, so none is handicapped by an unbounded rise.
+# The claimed law comes in two forms (``LOGISTIC``): the logistic (nu = 1) and the paper's generalised one.
+# Every law has a ceiling parameter acc_inf, so none is handicapped by an unbounded rise. The rivals are
+# the paper's (App. F.1: saturating exponential, power law, piecewise and smooth broken power laws); the
+# paper names them but its formulas are not in the text we read, so the forms here are ours.
 MODELS = {
     "logistic": (_logistic, lambda p, a, a0: [a.max(), 1.0, np.log(np.median(p))],
                  ([0, 1e-3, -5], [1.5, 20, 30])),
+    "generalised logistic": (_generalised_logistic, lambda p, a, a0: [a.max(), 1.0, np.log(np.median(p)), 1.0],
+                             ([0, 1e-3, -5, 0.05], [1.5, 20, 30, 20])),
     "power law": (_power, lambda p, a, a0: [a.max(), max(a.max() - a0, 1e-3) / p.max() ** 0.3, 0.3],
                   ([0, 0, 0], [1.5, 10, 3])),
     "saturating exp": (_satexp, lambda p, a, a0: [a.max(), np.median(p)], ([0, 1e-3], [1.5, 1e9])),
-    "broken power law": (_broken_power, lambda p, a, a0: [a.max(), np.median(p), 1.0, 1.0],
-                         ([0, 1e-2, 1e-2, 1e-2], [1.5, 1e6, 20, 20])),
+    "broken power law": (_broken_power, lambda p, a, a0: [a.max(), np.median(p), 1.0],
+                         ([0, 1e-2, 1e-2], [1.5, 1e6, 20])),
+    "smooth broken power law": (_smooth_broken_power, lambda p, a, a0: [a.max(), np.median(p), 1.0, 1.0],
+                                ([0, 1e-2, 1e-2, 1e-2], [1.5, 1e6, 20, 20])),
 }
+
+
+LOGISTIC = ("logistic", "generalised logistic")
 
 
 def fit_curve(name: str, p, acc, acc0: float, *, restarts: int = 0, seed: int = 0) -> dict:
@@ -361,38 +389,51 @@ def compare_fits(p, acc, acc0: float, *, restarts: int = 20) -> list[dict]:
     return sorted((fit_curve(m, p, acc, acc0, restarts=restarts) for m in MODELS), key=lambda r: r["aic"])
 
 
-def aic_null_test(p, acc, acc0: float, *, n_sim: int = 100, restarts: int = 2, seed: int = 0) -> dict:
+def aic_null_test(p, acc, acc0: float, *, n_sim: int = 100, restarts: int = 2, seed: int = 0,
+                  sigma: float | None = None) -> dict:
     """Can these points tell the laws apart? A parametric bootstrap under the logistic: ``n_sim`` data
-    sets = the fitted logistic + Gaussian noise with the fit's residual sd, at the same budgets, each
-    refitted with every law (``compare_fits``). Returns the observed AIC margins (logistic minus each
-    rival; > 0: the rival is better), ``p_not_best`` (the share of simulated sets in which the logistic,
-    although true, is not the lowest-AIC law) and ``p_margin`` (per rival, the share in which it beats
-    the logistic by at least its observed margin: a p-value for that margin under the logistic), over
-    the ``n_sim`` sets that every law could be fitted to (a set where one fails from every start is
-    dropped)."""
+    sets = the fitted logistic + Gaussian noise with the fit's residual sd (or ``sigma``), at the same
+    budgets, each refitted with every law (``compare_fits``). A law of the claimed family ``LOGISTIC``
+    (the logistic or the generalised logistic) "wins" a criterion when it is the lowest law by it.
+    Returns the observed AIC margins (the family's best minus each rival; > 0: the rival is better),
+    ``p_best`` (the share of simulated sets in which the family, true there, wins by AIC, by BIC and by
+    both: the power of the test "lowest for this model"), ``p_not_best`` (``1 - p_best["aic"]``) and
+    ``p_margin`` (per rival, the share in which it beats the family by at least its observed AIC margin:
+    a p-value for that margin under the logistic), over the ``n_sim`` sets that every law could be
+    fitted to (a set where one fails from every start is dropped)."""
     if isinstance(n_sim, bool) or not isinstance(n_sim, int) or n_sim < 1:
         raise ValueError(f"n_sim must be a positive int, got {n_sim!r}")
+    if sigma is not None and not sigma > 0:
+        raise ValueError(f"sigma must be positive (or None: the fit's residual sd), got {sigma!r}")
     p, acc = np.asarray(p, dtype=float), np.asarray(acc, dtype=float)
+
+    def margins(fits, c):  # the family's best minus each rival, by criterion c
+        own = min(fits[k][c] for k in LOGISTIC)
+        return {k: own - v[c] for k, v in fits.items() if k not in LOGISTIC}
+
     fits = {x["name"]: x for x in compare_fits(p, acc, acc0)}
-    logi = fits.pop("logistic")
-    sigma = math.sqrt(logi["rss"] / len(p))
+    logi = fits["logistic"]
+    sigma = math.sqrt(logi["rss"] / len(p)) if sigma is None else float(sigma)
     mu = MODELS["logistic"][0](p, *logi["params"], acc0)
-    observed = {k: logi["aic"] - v["aic"] for k, v in fits.items()}
-    rng, not_best, beat, n = np.random.default_rng(seed), 0, dict.fromkeys(observed, 0), 0
+    observed = margins(fits, "aic")
+    rng, n = np.random.default_rng(seed), 0
+    best, beat = dict.fromkeys(("aic", "bic", "both"), 0), dict.fromkeys(observed, 0)
     for _ in range(cap(n_sim)):
         try:
-            sim = {x["name"]: x["aic"] for x in compare_fits(p, mu + rng.normal(0, sigma, len(p)), acc0,
-                                                             restarts=restarts)}
+            sim = {x["name"]: x for x in compare_fits(p, mu + rng.normal(0, sigma, len(p)), acc0, restarts=restarts)}
         except RuntimeError:  # a law could not be fitted from any start: this simulated set is dropped
             continue
         n += 1
-        not_best += min(sim.values()) < sim["logistic"]
+        d = {c: margins(sim, c) for c in ("aic", "bic")}
+        won = {c: all(v <= 0 for v in d[c].values()) for c in d}
+        best["aic"], best["bic"] = best["aic"] + won["aic"], best["bic"] + won["bic"]
+        best["both"] += won["aic"] and won["bic"]
         for k in beat:
-            beat[k] += sim["logistic"] - sim[k] >= observed[k]
+            beat[k] += d["aic"][k] >= observed[k]
     if n == 0:
         raise RuntimeError("no simulated set could be fitted by every law")
-    return {"sigma": sigma, "observed": observed, "p_not_best": not_best / n,
-            "p_margin": {k: v / n for k, v in beat.items()}, "n_sim": n}
+    return {"sigma": sigma, "observed": observed, "p_best": {k: v / n for k, v in best.items()},
+            "p_not_best": 1 - best["aic"] / n, "p_margin": {k: v / n for k, v in beat.items()}, "n_sim": n}
 
 
 def params_for_gap(fit: dict, q: float, ceiling: float) -> float:
@@ -532,16 +573,21 @@ SWEEP = {
 # floor (p <= 20) and ceiling (p >= 300) are observed for every model, and p = 1 is the smallest budget
 # there is, so the only place where budgets can add shape information is between them.
 RISE_BUDGETS = (15, 40, 70, 150)
+# The law contest's sweep (``subset_study``, ``python -m neurips25.elicitation --subsets``): all 19 budgets,
+# several random subsets per budget and larger evaluation splits (``SUBSETS[scale]``).
+SUBSET_BUDGETS = tuple(sorted(b for b in BUDGETS + RISE_BUDGETS if b != "all")) + ("all",)
+SUBSETS = {"small": dict(subsets=4, n_val=256, n_test=1024), "full": dict(subsets=5, n_val=512, n_test=4096)}
 
 
-def _sweep_model(model, data, n_lora, *, steps, seeds, budgets=BUDGETS) -> dict:
-    """The budget sweep of one model; under ``NEURIPS25_SMOKE=1`` the budgets (keeping ``"all"``)
-    and seeds are capped."""
+def _sweep_model(model, data, n_lora, *, steps, seeds, budgets=BUDGETS, full: bool = True) -> dict:
+    """The budget sweep of one model (``"all"`` = every LoRA entry; ``full``: and full fine-tuning);
+    under ``NEURIPS25_SMOKE=1`` the budgets (keeping the last) and seeds are capped."""
     budgets = list(budgets)
     if cap(len(budgets)) < len(budgets):
         budgets = budgets[:cap(len(budgets)) - 1] + budgets[-1:]
     grid = {(n_lora if b == "all" else b): lr_grid(n_lora if b == "all" else b) for b in budgets}
-    grid["full"] = lr_grid("full")
+    if full:
+        grid["full"] = lr_grid("full")
     records = sweep(model, grid, list(seeds)[:cap(len(seeds))], data, steps=steps)
     acc0 = accuracy(lambda X: model(input_ids=X).logits, data["X_test"], data["y_test"], data["choices"])
     return {"acc0": acc0, "records": records}
@@ -611,6 +657,57 @@ def run_all(*, models=(0, 1, 2), pretrain_steps: int = 300, steps: int = 40, mdl
     return out
 
 
+def extend_lr_edges(model, records: list[dict], data: dict, *, steps: int = 40, factor: float = 3.0,
+                    max_steps: int = 2) -> list[dict]:
+    """Per budget, while the best learning rate (mean validation accuracy over the subsets, as in
+    ``frontier``) is the highest or lowest rate tried and strictly better than its neighbour, run every
+    subset once more at that edge times ``factor`` (or divided by it), at most ``max_steps`` times: the
+    optimum of a grid that stops at its best rate may lie beyond it. Returns ``records`` plus the new runs."""
+    if not factor > 1:
+        raise ValueError(f"factor must be > 1, got {factor!r}")
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0:
+        raise ValueError(f"max_steps must be a non-negative int, got {max_steps!r}")
+    out = list(records)
+    for p in dict.fromkeys(r["p"] for r in records):
+        seeds = list(dict.fromkeys(r["seed"] for r in records if r["p"] == p))
+        for _ in range(cap(max_steps, 1)):
+            val = {}
+            for r in out:
+                if r["p"] == p:
+                    val.setdefault(r["lr"], []).append(r["val"])
+            lrs = sorted(val)
+            mean = {lr: float(np.mean(v)) for lr, v in val.items()}
+            if len(lrs) < 2:
+                break
+            if mean[lrs[-1]] == max(mean.values()) and mean[lrs[-1]] > mean[lrs[-2]]:
+                lr = lrs[-1] * factor
+            elif mean[lrs[0]] == max(mean.values()) and mean[lrs[0]] > mean[lrs[1]]:
+                lr = lrs[0] / factor
+            else:
+                break
+            out += [run_budget(model, p, round(lr, 6), s, data, steps=steps) for s in seeds]
+    return out
+
+
+def _budget_study(budgets, *, models, pretrain_steps: int, steps: int, seeds_per_budget: int, n_val: int = 128,
+                  n_test: int = 256, extend_lr: bool = False) -> dict:
+    """The stored sweep's pretrained models (same pretraining seeds and steps, ``lr_grid(p)``, training
+    steps; subset seeds ``model seed + 0, 1, ...``) swept over ``budgets`` (LoRA budgets only) with
+    ``seeds_per_budget`` random subsets each, evaluated on ``n_val`` / ``n_test`` downstream examples (the
+    first 128 / 256 of them are the stored sweep's own splits), the grids extended where their edge wins
+    (``extend_lr``, ``extend_lr_edges``): ``{model: {"acc0", "records"}}``."""
+    tok = task_tokenizer()
+    data = make_data(tok, n_val=n_val, n_test=n_test)
+    out = {}
+    for m in tuple(models)[:cap(len(models))]:
+        base = pretrain(tok, steps=pretrain_steps, seed=m)
+        out[str(m)] = _sweep_model(base, data, ExactPLoRA(base, 0).n_lora, steps=steps, budgets=budgets,
+                                   seeds=range(m, m + seeds_per_budget), full=False)
+        if extend_lr:
+            out[str(m)]["records"] = extend_lr_edges(base, out[str(m)]["records"], data, steps=steps)
+    return out
+
+
 def rise_study(budgets=RISE_BUDGETS, *, models=(0, 1, 2), pretrain_steps: int = 300, steps: int = 40,
                seeds_per_budget: int = 1) -> dict:
     """More budgets inside the rise for the stored sweep's pretrained models, with the sweep's own
@@ -619,52 +716,77 @@ def rise_study(budgets=RISE_BUDGETS, *, models=(0, 1, 2), pretrain_steps: int = 
     budgets = list(budgets)
     if not budgets or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in budgets):
         raise ValueError(f"budgets must be a non-empty list of positive ints, got {budgets!r}")
-    tok = task_tokenizer()
-    data = make_data(tok)
-    out = {}
-    for m in tuple(models)[:cap(len(models))]:
-        base = pretrain(tok, steps=pretrain_steps, seed=m)
-        records = sweep(base, {p: lr_grid(p) for p in budgets[:cap(len(budgets))]},
-                        list(range(m, m + seeds_per_budget))[:cap(seeds_per_budget)], data, steps=steps)
-        acc0 = accuracy(lambda X, base=base: base(input_ids=X).logits, data["X_test"], data["y_test"], data["choices"])
-        out[str(m)] = {"acc0": acc0, "records": records}
-    return out
+    return _budget_study(budgets, models=models, pretrain_steps=pretrain_steps, steps=steps,
+                         seeds_per_budget=seeds_per_budget)
+
+
+def subset_study(budgets=SUBSET_BUDGETS, *, models=(0, 1, 2), pretrain_steps: int = 300, steps: int = 40,
+                 subsets: int = 4, n_val: int = 256, n_test: int = 1024) -> dict:
+    """The law contest's measurement: every budget of the stored sweep and its rise (``SUBSET_BUDGETS``)
+    for the same pretrained models and protocol, with ``subsets`` random subsets per budget (subset
+    seeds ``model seed + 0, ..., subsets - 1``; the first is the stored sweep's subset) and larger
+    validation/test splits, so that the frontier (``frontier``: per budget the rate with the best mean
+    validation accuracy over the subsets, and its mean test accuracy) averages out the scatter of single
+    subsets, as the paper does with 3-5 subsets per budget (App. E). Each budget's grid ``lr_grid(p)`` is
+    extended by x3 steps where its highest (or lowest) rate wins (``extend_lr_edges``): in the stored
+    sweep the top rate won at most budgets of the rise. ``{model: {"acc0", "records"}}``."""
+    budgets = list(budgets)
+    if not budgets or any(b != "all" and (isinstance(b, bool) or not isinstance(b, int) or b < 1) for b in budgets):
+        raise ValueError(f"budgets must be a non-empty list of positive ints or 'all', got {budgets!r}")
+    for name, v in dict(subsets=subsets, n_val=n_val, n_test=n_test).items():
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    return _budget_study(budgets, models=models, pretrain_steps=pretrain_steps, steps=steps,
+                         seeds_per_budget=subsets, n_val=n_val, n_test=n_test, extend_lr=True)
 
 
 def main(argv=None) -> None:
     """``python -m neurips25.elicitation [--scale full]``: regenerate ``notebooks/results/elicitation.json``
-    (or ``elicitation.full.json``) with the settings of ``SWEEP[scale]``."""
+    (or ``elicitation.full.json``) with the settings of ``SWEEP[scale]``. ``--rise`` / ``--subsets`` run
+    ``rise_study`` / ``subset_study`` and store it in that file under ``"rise"`` / ``"subsets"``; with
+    ``--subsets --models M`` only model M is (re)run and merged (one model is ~15 min on one CPU core)."""
     import argparse
 
-    from neurips25.results import add_scale_arguments, save_results
+    from neurips25.results import add_scale_arguments, load_results, results_path, save_results
     from neurips25.runtime import seed_everything
 
     ap = argparse.ArgumentParser(description=main.__doc__)
     add_scale_arguments(ap)
     ap.add_argument("--models", type=int, nargs="+", default=None, help="pretraining seeds (default: SWEEP's)")
-    ap.add_argument("--rise", action="store_true",
-                    help="run only the extra budgets inside the rise (rise_study) and store them in the existing "
-                         "sweep's file under 'rise'")
+    study = ap.add_mutually_exclusive_group()
+    study.add_argument("--rise", action="store_true",
+                       help="run only the extra budgets inside the rise (rise_study) and store them in the existing "
+                            "sweep's file under 'rise'")
+    study.add_argument("--subsets", action="store_true",
+                       help="run the multi-subset sweep of the law contest (subset_study) for --models and merge it "
+                            "into the existing sweep's file under 'subsets'")
     args = ap.parse_args(argv)
     cfg = dict(SWEEP[args.scale])
     if args.models is not None:
         cfg["models"] = tuple(args.models)
     seed_everything(0)
     torch.set_num_threads(1)
-    if args.rise:
-        from neurips25.results import load_results, results_path
-
+    flag = "" if args.scale == "small" else f" --scale {args.scale}"
+    if args.rise or args.subsets:
         old = load_results("elicitation", args.out or results_path("elicitation", args.scale), scale=args.scale)
-        flag = "" if args.scale == "small" else f" --scale {args.scale}"
-        rerun = f"; python -m neurips25.elicitation{flag} --rise"
-        data = {**old["data"], "rise": rise_study(**{k: cfg[k] for k in ("models", "pretrain_steps", "steps",
-                                                                        "seeds_per_budget")})}
+        common = {k: cfg[k] for k in ("models", "pretrain_steps", "steps")}
+        if args.rise:
+            key, rerun = "rise", f"; python -m neurips25.elicitation{flag} --rise"
+            new = rise_study(seeds_per_budget=cfg["seeds_per_budget"], **common)
+        else:
+            key = "subsets"
+            rerun = f"; python -m neurips25.elicitation{flag} --subsets --models " + " ".join(map(str, cfg["models"]))
+            new = {**old["data"].get(key, {}), **subset_study(**common, **SUBSETS[args.scale])}
+            new = {m: new[m] for m in sorted(new, key=int)}
+        data = {**old["data"], key: new}
+        if args.subsets:
+            data["subset_settings"] = dict(SUBSETS[args.scale], budgets=[str(b) for b in SUBSET_BUDGETS])
         path = save_results("elicitation", data, command=old["command"].replace(rerun, "") + rerun,
                             seed=old["seed"], path=args.out, scale=args.scale)
         print("wrote", path)
         return
     res = run_all(**cfg)
-    command = "python -m neurips25.elicitation" + ("" if args.scale == "small" else f" --scale {args.scale}")
+    command = "python -m neurips25.elicitation" + flag
     if args.models is not None:
         command += " --models " + " ".join(map(str, args.models))
     path = save_results("elicitation", res, command=command, seed=0, path=args.out, scale=args.scale)
