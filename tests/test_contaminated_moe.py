@@ -59,6 +59,48 @@ def test_local_derivatives_match_autograd_and_finite_differences():
     assert torch.allclose(hess, hess.transpose(-1, -2))
 
 
+def test_blocked_sums_match_one_pass(monkeypatch):
+    """nll_grad_hess sums over blocks of samples; the result does not depend on the block size."""
+    from neurips25.contaminated_moe import mle
+
+    expert, theta = _setting("nondist_eta")
+    gen = torch.Generator().manual_seed(5)
+    x, y = cm.sample(500, theta.expand(3, -1), expert, gen)
+    th = theta + 0.05 * torch.randn(3, theta.numel(), generator=gen, dtype=torch.float64)
+    one = cm.nll_grad_hess(th, x, y, expert)
+    monkeypatch.setattr(mle, "BLOCK", 37)  # 14 blocks, the last one short
+    for a, b in zip(one, cm.nll_grad_hess(th, x, y, expert)):
+        assert torch.allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_paper_setting_gate_and_delta_scale():
+    """β* = 0 for the constant gate; Δ = c·n^{-1/8}; bad options raise."""
+    n = 10_000
+    _, paper = cm.paper_setting("nondist_eta", n)
+    _, const = cm.paper_setting("nondist_eta", n, gate="constant", delta_scale=0.3)
+    gp, gc = cm.unpack(paper), cm.unpack(const)
+    assert torch.allclose(gp["beta"], torch.full((8,), 8 ** -0.5, dtype=torch.float64))
+    assert torch.equal(gc["beta"], torch.zeros(8, dtype=torch.float64))
+    assert math.isclose(gp["eta"][0].item() - 1, n ** -0.125)
+    assert math.isclose(gc["eta"][0].item() - 1, 0.3 * n ** -0.125)
+    assert torch.equal(gp["tau"], gc["tau"]) and torch.equal(gp["nu"], gc["nu"])
+    with pytest.raises(ValueError, match="gate"):
+        cm.paper_setting("nondist_eta", n, gate="softmax")
+    with pytest.raises(ValueError, match="delta_scale"):
+        cm.paper_setting("nondist_eta", n, delta_scale=0.0)
+    out = cm.mle_errors("nondist_eta", 2000, 2, seed=1, gate="constant", delta_scale=0.3)
+    assert out["gate"] == "constant" and all(out["converged"])
+
+
+def test_cli_rejects_group_without_attained():
+    from neurips25.contaminated_moe.__main__ import main
+
+    with pytest.raises(SystemExit):
+        main(["--group", "0"])
+    with pytest.raises(SystemExit):
+        main(["--attained", "--group", "7"])
+
+
 def test_newton_mle_recovers_parameters_on_large_sample():
     expert, theta = _setting("distinguishable")
     gen = torch.Generator().manual_seed(3)
@@ -171,3 +213,6 @@ def test_sweep_small_is_the_stored_sweep():
     ns = [int(round(v)) for v in np.geomspace(small["n_min"], small["n_max"], small["points"])]
     assert all(data[s]["ns"] == ns and data[s]["reps"] == small["reps"] for s in cm.SETTINGS)
     assert data["large"]["reps"] == small["large_reps"] and set(SWEEP["full"]) == set(small)
+    att = data["attained"]
+    assert att["reps"] == small["attained_reps"] and len(att["groups"]) == small["attained_groups"]
+    assert all(set(fits) == set(cm.FAMILIES) for fits in att["groups"].values())

@@ -27,6 +27,7 @@ Fisher information); ``python -m neurips25.contaminated_moe`` regenerates the st
 from .mle import ContaminatedMoEMLE, fit_mle, fit_with_lightning, nll_grad_hess
 from .model import (
     FAMILIES,
+    GATES,
     PARAMS,
     SETTINGS,
     THEORY_SLOPES,
@@ -51,7 +52,7 @@ from .rates import (
 )
 
 __all__ = [
-    "FAMILIES", "SETTINGS", "THEORY_SLOPES", "PARAMS", "PretrainedExpert", "pack", "unpack", "paper_setting",
+    "FAMILIES", "GATES", "SETTINGS", "THEORY_SLOPES", "PARAMS", "PretrainedExpert", "pack", "unpack", "paper_setting",
     "log_density", "neg_log_likelihood", "sample", "ContaminatedMoEMLE", "fit_with_lightning",
     "fit_mle", "nll_grad_hess", "parameter_errors", "hellinger_error", "rate_experiment", "fit_slope",
     "distinguishability_rank", "is_distinguishable", "fisher_information", "asymptotic_sd", "mle_errors",

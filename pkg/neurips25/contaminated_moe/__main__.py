@@ -5,22 +5,29 @@ import numpy as np
 
 from ..results import add_scale_arguments, load_results, save_results
 from ..runtime import cap
-from .model import PARAMS, SETTINGS, paper_setting
+from .model import FAMILIES, PARAMS, SETTINGS, paper_setting
 from .rates import asymptotic_sd, fit_slope, mle_errors, rate_experiment
 
 LARGE_NS = [10_000, 31_623, 100_000, 316_228, 1_000_000]
 DELTAS = [0.4, 0.2, 0.1, 0.05, 0.025, 0.0125]
-TAU_NS = [4_000, 32_000]
+TAU_NS = [1_000, 2_000, 4_000, 8_000, 16_000, 32_000]  # the n of the stored rate sweep
 LARGE_SETTINGS = ("nondist_eta",)  # distinguishable: Fisher sd ∝ n^{-1/2} exactly; (ii): see tau_box
 DELTA_N = 30_000
+#: Setting (i) where Theorem 3's e^τ rate n^{-1/2}Δ^{-2} is the *local* rate at n ≤ 10⁶: a constant
+#: gate (β* = 0; with the paper's β* the local rate is Δ^{-1}) and Δ = 0.3·n^{-1/8} (chosen on the
+#: Fisher information: its slope on [10⁴, 10⁶] is −0.27 against the theory's −1/4, and sd(e^τ̂) is
+#: ≤ 13 % of e^τ* from n = 10⁴ on, where the MLE is close to normal).
+ATTAINED = dict(gate="constant", delta_scale=0.3)
 
 #: The sweep behind ``notebooks/results/contaminated_moe.json`` (``small``: exactly the settings of the
 #: stored sweep, the §4 grid plus the ``large`` extension) and ``contaminated_moe.full.json`` (``full``).
 #: §4 of the paper: 40 repetitions at each of 20 sample sizes n in [10³, 10⁵]; ``full`` runs that grid
 #: and the extension to n = 10⁶ with 16 repetitions (float64 on the CPU: the problem is d = 8).
 SWEEP = {
-    "small": dict(reps=12, seed=0, n_min=1e3, n_max=3.2e4, points=6, large_reps=8),
-    "full": dict(reps=40, seed=0, n_min=1e3, n_max=1e5, points=20, large_reps=16),
+    "small": dict(reps=12, seed=0, n_min=1e3, n_max=3.2e4, points=6, large_reps=8,
+                  attained_reps=16, attained_groups=3),
+    "full": dict(reps=40, seed=0, n_min=1e3, n_max=1e5, points=20, large_reps=16,
+                 attained_reps=40, attained_groups=3),
 }
 
 
@@ -51,18 +58,65 @@ def large(reps: int, seed: int) -> dict:
         out["delta_mle"][fam] = {"deltas": DELTAS[:len(res)], "n": DELTA_N,
                                  "errors": {k: [r["errors"][k] for r in res] for k in PARAMS},
                                  "at_tau_bound": [sum(r["at_tau_bound"]) / r["reps"] for r in res]}
-    for tau_max in (8.0, 16.0):
-        res = [mle_errors("nondist_nu", n, reps, seed, tau_max=tau_max) for n in TAU_NS[:cap(len(TAU_NS))]]
-        out["tau_box"][str(tau_max)] = {"ns": TAU_NS[:len(res)],
-                                        "exp_tau": [r["errors"]["exp_tau"] for r in res],
-                                        "at_tau_bound": [sum(r["at_tau_bound"]) / r["reps"] for r in res]}
+    out["tau_box"] = tau_box(reps, seed)
     return out
 
 
+def tau_box(reps: int, seed: int) -> dict:
+    """Setting (ii) refitted under the box |τ| <= 8 (the default) and |τ| <= 16 at ``TAU_NS``."""
+    out = {}
+    for tau_max in (8.0, 16.0):
+        res = [mle_errors("nondist_nu", n, cap(reps), seed, tau_max=tau_max)
+               for n in TAU_NS[:cap(len(TAU_NS))]]
+        out[str(tau_max)] = {"ns": TAU_NS[:len(res)],
+                             "exp_tau": [r["errors"]["exp_tau"] for r in res],
+                             "tau_hat": [r["tau_hat"] for r in res],
+                             "converged": [sum(r["converged"]) / r["reps"] for r in res],
+                             "at_tau_bound": [sum(r["at_tau_bound"]) / r["reps"] for r in res]}
+    return out
+
+
+def attained(reps: int, seed: int, groups: list[int], families=FAMILIES) -> dict:
+    """``ATTAINED`` (constant gate, Δ = 0.3·n^{-1/8}) at the n of ``LARGE_NS``, for a Gaussian f0
+    (Theorem 3) and a Laplace f0 (distinguishable control, same G*): replicate group g fits
+    ``reps`` data sets with seed ``seed + 1 + g`` (for each of ``families``); the Fisher
+    prediction at each n."""
+    reps, ns = cap(reps), LARGE_NS[:cap(len(LARGE_NS), 3)]
+    out: dict = {"ns": ns, "reps": reps, **ATTAINED, "groups": {}, "fisher_sd": {}}
+    for fam in FAMILIES:
+        out["fisher_sd"][fam] = {k: [] for k in PARAMS}
+        for n in ns:
+            sd = asymptotic_sd(*paper_setting("nondist_eta", n, f0_family=fam, **ATTAINED)[::-1],
+                               n_mc=cap(20_000, 2000))
+            for k in PARAMS:
+                out["fisher_sd"][fam][k].append(sd[k] / n ** 0.5)
+    for g in groups:
+        out["groups"][str(g)] = {}
+        for fam in families:
+            res = [mle_errors("nondist_eta", n, reps, seed + 1 + g, f0_family=fam, chunk=8, **ATTAINED)
+                   for n in ns]
+            errors = {k: [r["errors"][k] for r in res] for k in PARAMS}
+            out["groups"][str(g)][fam] = {
+                "errors": errors, "converged": [sum(r["converged"]) / reps for r in res],
+                "at_tau_bound": [sum(r["at_tau_bound"]) / reps for r in res],
+                "slopes_mean": {k: fit_slope(ns, errors[k]) for k in PARAMS}}
+            print("attained group", g, fam, round(out["groups"][str(g)][fam]["slopes_mean"]["exp_tau"]["slope"], 3),
+                  flush=True)
+    return out
+
+
+def _chain(command: str, part: str) -> str:
+    """``command`` with ``part`` appended as one more `` && `` step (replacing an equal step)."""
+    steps = [c for c in command.split(" && ") if c != part]
+    return " && ".join(steps + [part])
+
+
 def main(argv=None) -> None:  # python -m neurips25.contaminated_moe
-    """``python -m neurips25.contaminated_moe [--scale small|full]``: the §4 rate sweeps and their
-    large-n extension (settings: ``SWEEP[scale]``; flags override them). ``--large`` adds only the
-    extension to the stored sweep."""
+    """``python -m neurips25.contaminated_moe [--scale small|full]``: the §4 rate sweeps, their
+    large-n extension and the constant-gate study (settings: ``SWEEP[scale]``; flags override
+    them). ``--large`` adds only the extension to the stored sweep, ``--tau-box`` only its τ-box
+    study of setting (ii), ``--attained [--group G] [--family F]`` only the constant-gate study
+    (or some of its replicate groups and f0 families: one run each fits the CPU's time budget)."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m neurips25.contaminated_moe", description=main.__doc__)
@@ -73,17 +127,47 @@ def main(argv=None) -> None:  # python -m neurips25.contaminated_moe
     ap.add_argument("--n-max", type=float, default=None)
     ap.add_argument("--points", type=int, default=None)
     ap.add_argument("--large-reps", type=int, default=None)
+    ap.add_argument("--attained-reps", type=int, default=None)
+    ap.add_argument("--attained-groups", type=int, default=None)
     ap.add_argument("--large", action="store_true",
                     help="add the n <= 10^6 extension to the stored sweep (keeps the rest)")
+    ap.add_argument("--tau-box", action="store_true",
+                    help="add only the tau-box study of setting (ii) to the stored sweep")
+    ap.add_argument("--attained", action="store_true",
+                    help="add the constant-gate study to the stored sweep (keeps the rest)")
+    ap.add_argument("--group", type=int, action="append", default=None,
+                    help="with --attained: only this replicate group (repeatable)")
+    ap.add_argument("--family", choices=FAMILIES, action="append", default=None,
+                    help="with --attained: only this f0 family (repeatable)")
     args = ap.parse_args(argv)
     cfg = {k: (v if getattr(args, k) is None else getattr(args, k)) for k, v in SWEEP[args.scale].items()}
     flag = " --scale full" if args.scale == "full" else ""
-    if args.large:
+    all_groups = list(range(cap(cfg["attained_groups"])))
+    if args.group is not None and (args.attained is False or not set(args.group) <= set(all_groups)):
+        ap.error(f"--group needs --attained and groups in {all_groups}, got {args.group}")
+    if args.family is not None and not args.attained:
+        ap.error("--family needs --attained")
+    if args.large or args.attained or args.tau_box:
         stored = load_results("contaminated_moe", args.out, scale=args.scale)
-        data = stored["data"]
-        data["large"] = large(cfg["large_reps"], cfg["seed"])
-        cmd = (stored["command"].split(" && ")[0]
-               + f" && python -m neurips25.contaminated_moe{flag} --large --large-reps {cfg['large_reps']}")
+        data, cmd = stored["data"], stored["command"]
+        if args.large:
+            data["large"] = large(cfg["large_reps"], cfg["seed"])
+            cmd = _chain(cmd, f"python -m neurips25.contaminated_moe{flag} --large")
+        elif args.tau_box:
+            data["large"]["tau_box"] = tau_box(cfg["large_reps"], cfg["seed"])
+            cmd = _chain(cmd, f"python -m neurips25.contaminated_moe{flag} --tau-box")
+        if args.attained:
+            groups, families = args.group or all_groups, args.family or FAMILIES
+            new = attained(cfg["attained_reps"], cfg["seed"], groups, families)
+            old = data.get("attained")
+            if old is not None and (args.group or args.family) and all(
+                    old[k] == new[k] for k in ("ns", "reps", *ATTAINED)):
+                for g, fits in old["groups"].items():  # keep the other groups and families
+                    new["groups"][g] = {**fits, **new["groups"].get(g, {})}
+            data["attained"] = new
+            part = " ".join([f"--group {g}" for g in args.group or []]
+                            + [f"--family {f}" for f in args.family or []])
+            cmd = _chain(cmd, f"python -m neurips25.contaminated_moe{flag} --attained {part}".rstrip())
         print(save_results("contaminated_moe", data, cmd, stored["seed"], path=args.out, scale=args.scale))
         return
     ns = [int(round(v)) for v in np.geomspace(cfg["n_min"], cfg["n_max"], cfg["points"])]
@@ -98,9 +182,11 @@ def main(argv=None) -> None:  # python -m neurips25.contaminated_moe
         data[setting] = out
         print(setting, {k: round(v["slope"], 3) for k, v in out["slopes_mean"].items()}, flush=True)
     data["large"] = large(cfg["large_reps"], cfg["seed"])
+    data["attained"] = attained(cfg["attained_reps"], cfg["seed"], all_groups)
     cmd = (f"python -m neurips25.contaminated_moe{flag} --reps {cfg['reps']} --seed {cfg['seed']} "
            f"--n-min {cfg['n_min']:g} --n-max {cfg['n_max']:g} --points {cfg['points']} "
-           f"--large-reps {cfg['large_reps']}")
+           f"--large-reps {cfg['large_reps']} --attained-reps {cfg['attained_reps']} "
+           f"--attained-groups {cfg['attained_groups']}")
     print(save_results("contaminated_moe", data, cmd, cfg["seed"], path=args.out, scale=args.scale))
 
 

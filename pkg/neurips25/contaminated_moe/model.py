@@ -11,6 +11,8 @@ import torch.nn.functional as F
 
 FAMILIES = ("gaussian", "laplace")
 SETTINGS = ("distinguishable", "nondist_eta", "nondist_nu")
+#: The gate of G*: the paper's β* = 1/√d, or β* = 0 (an input-independent weight).
+GATES = ("paper", "constant")
 # Table 1 with Δ ∝ n^{-1/8}: e^τ error n^{-1/2}Δ^{-2}, the others n^{-1/2}Δ^{-1}.
 THEORY_SLOPES = {
     "distinguishable": {"beta": -0.5, "exp_tau": -0.5, "eta": -0.5, "nu": -0.5},
@@ -110,22 +112,31 @@ def _check_theta(theta: Any, d: int) -> torch.Tensor:
 
 
 def paper_setting(name: str, n: int, d: int = 8, delta: float | None = None,
-                  f0_family: str | None = None) -> tuple[PretrainedExpert, torch.Tensor]:
+                  f0_family: str | None = None, gate: str = "paper",
+                  delta_scale: float = 1.0) -> tuple[PretrainedExpert, torch.Tensor]:
     """(f0, θ*) for the §4 experiments: X ~ N(0, I_d), η0 = e1, ν0 = 0.001, β* = 1/√d, τ* = 1.
 
     - ``distinguishable``: f0 Laplace, η* = −e1, ν* = 0.001.
     - ``nondist_eta`` (i): both Gaussian, η* = e1(1 + Δ) with Δ = n^{-1/8}.
-    - ``nondist_nu`` (ii): both Gaussian, η* = e1, ν* = ν0(1 + Δ).
-    ``delta`` overrides Δ = n^{-1/8} (used to study a fixed overlap); ``f0_family`` swaps the
-    family of f0 (e.g. a Laplace f0 in the "nondist" geometry, which is then distinguishable).
+    - ``nondist_nu`` (ii): both Gaussian, η* = e1, ν* = ν0(1 + Δ). (The paper's text prints
+      η* = −e1 here; then ‖η* − η0‖ = 2 and the prompt never approaches f0, so we read it as η0.)
+    ``delta`` overrides Δ = n^{-1/8} (used to study a fixed overlap); ``delta_scale`` c gives
+    Δ = c·n^{-1/8} (still the paper's "O(n^{-1/8}) perturbation"); ``f0_family`` swaps the family
+    of f0 (e.g. a Laplace f0 in the "nondist" geometry, which is then distinguishable);
+    ``gate="constant"`` sets β* = 0, an input-independent gate (Table 1's worst case, where
+    sd(e^τ̂) ∝ Δ^{-2}; with the paper's β* it is ∝ Δ^{-1} as Δ → 0).
     """
     if name not in SETTINGS:
         raise ValueError(f"name must be one of {SETTINGS}, got {name!r}")
+    if gate not in GATES:
+        raise ValueError(f"gate must be one of {GATES}, got {gate!r}")
+    if not (isinstance(delta_scale, (int, float)) and math.isfinite(delta_scale) and delta_scale > 0):
+        raise ValueError(f"delta_scale must be a finite number > 0, got {delta_scale!r}")
     n, d = _check_pos_int(n, "n"), _check_pos_int(d, "d")
-    delta = n ** (-1 / 8) if delta is None else float(delta)
+    delta = delta_scale * n ** (-1 / 8) if delta is None else float(delta)
     e1 = torch.zeros(d, dtype=torch.float64)
     e1[0] = 1.0
-    beta = torch.full((d,), 1 / math.sqrt(d), dtype=torch.float64)
+    beta = torch.full((d,), 1 / math.sqrt(d) if gate == "paper" else 0.0, dtype=torch.float64)
     nu0 = 1e-3
     family = f0_family or ("laplace" if name == "distinguishable" else "gaussian")
     expert = PretrainedExpert(family, e1, nu0)

@@ -99,19 +99,24 @@ def rate_experiment(setting: str, ns: list[int], reps: int, seed: int = 0, d: in
 @single_thread()
 def mle_errors(setting: str, n: int, reps: int, seed: int = 0, delta: float | None = None,
                f0_family: str | None = None, tau_max: float = 8.0, chunk: int = 4,
-               init_noise: float = 0.05) -> dict[str, Any]:
-    """Fit ``reps`` data sets of size ``n`` from ``paper_setting(setting, n, delta=…, f0_family=…)``.
+               init_noise: float = 0.05, gate: str = "paper",
+               delta_scale: float = 1.0) -> dict[str, Any]:
+    """Fit ``reps`` data sets of size ``n`` from ``paper_setting(setting, n, …)`` (``delta``,
+    ``f0_family``, ``gate`` and ``delta_scale`` are passed on).
 
     Like one ``n`` of ``rate_experiment`` without the Hellinger integral, fitted ``chunk``
     repetitions at a time so that ``n = 10⁶`` fits in memory, and with the box bound ``tau_max``
-    exposed. Returns per-repetition errors, the converged mask and whether τ̂ ended on the box.
+    exposed. Returns per-repetition errors, the converged mask, τ̂ and whether it ended on the box
+    (steps that leave the box are rejected, so a fit pushed outwards creeps up to the bound and
+    may stop just inside it: ``tau_hat`` tells how close).
     """
     reps, n, chunk = _check_pos_int(reps, "reps"), _check_pos_int(n, "n", 10), _check_pos_int(chunk, "chunk")
     if not tau_max > 0:
         raise ValueError(f"tau_max must be > 0, got {tau_max!r}")
-    expert, theta_star = paper_setting(setting, n, delta=delta, f0_family=f0_family)
+    expert, theta_star = paper_setting(setting, n, delta=delta, f0_family=f0_family, gate=gate,
+                                       delta_scale=delta_scale)
     gen = torch.Generator().manual_seed(seed * 1_000_003 + n + 17)
-    errs, conv, edge = {k: [] for k in PARAMS}, [], []
+    errs, conv, tau_hat = {k: [] for k in PARAMS}, [], []
     for start in range(0, reps, chunk):
         star = theta_star.expand(min(chunk, reps - start), -1)
         x, y = sample(n, star, expert, gen)
@@ -120,9 +125,11 @@ def mle_errors(setting: str, n: int, reps: int, seed: int = 0, delta: float | No
         for k, v in parameter_errors(theta_hat, theta_star).items():
             errs[k] += v.tolist()
         conv += done.tolist()
-        edge += (unpack(theta_hat)["tau"].abs() >= tau_max - 1e-6).tolist()
+        tau_hat += unpack(theta_hat)["tau"].tolist()
+    edge = [abs(t) >= tau_max - 1e-6 for t in tau_hat]
     return {"setting": setting, "n": n, "reps": reps, "delta": delta, "f0_family": f0_family,
-            "tau_max": tau_max, "errors": errs, "converged": conv, "at_tau_bound": edge}
+            "gate": gate, "delta_scale": delta_scale, "tau_max": tau_max,
+            "errors": errs, "converged": conv, "at_tau_bound": edge, "tau_hat": tau_hat}
 
 
 def fit_slope(ns, errors, level: float = 0.95, stat: str = "mean") -> dict[str, float]:
