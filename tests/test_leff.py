@@ -318,9 +318,20 @@ def test_sweep_small_is_the_stored_sweep():
         assert all(sorted(map(int, by_seed)) == grid["seeds"] for by_seed in by_lr.values())
     for name, lr in tuning["selected"].items():   # re-run on the test split exactly where the lr changed
         assert (name in tuning["runs"]) == (lr != METHODS[name].lr)
-    study, cfg = data["capacities"], small["capacities"]
-    assert study["alpha"] == cfg["alpha"] and list(study["runs"]) == [",".join(map(str, p)) for p in cfg["profiles"]]
-    assert all(sorted(map(int, by_seed)) == cfg["seeds"] for by_seed in study["runs"].values())
+    for key in ("capacities", "dynamic"):
+        study, cfg = data[key], small[key]
+        names = [",".join(map(str, p)) + ("" if s == "fixed" else f" {s}")
+                 for p in cfg["profiles"] for s in cfg.get("schedules", ["fixed"])]
+        assert study["alpha"] == cfg["alpha"] and list(study["runs"]) == names
+        assert all(sorted(map(int, by_seed)) == cfg["seeds"] for by_seed in study["runs"].values())
+    assert all("round_capacities" in r for by_seed in data["dynamic"]["runs"].values() for r in by_seed.values())
+    ep, cfg = data["epochs"], small["epochs"]   # the one-epoch protocol: every method re-tuned and re-run
+    assert ep["run"] == {**small["run"], **cfg["run"]} and set(ep["selected"]) == set(ep["runs"]) == set(cfg["methods"])
+    for name, by_alpha in ep["runs"].items():
+        assert sorted(map(float, ep["validation"][name])) == sorted(cfg["lrs"])
+        assert [float(a) for a in by_alpha] == cfg["test_alphas"]
+        assert all(sorted(map(int, by_seed)) == cfg["test_seeds"] for by_seed in by_alpha.values())
+        assert all(len(r["acc"]) == cfg["run"]["rounds"] for by_seed in by_alpha.values() for r in by_seed.values())
 
 
 def test_capacity_study_runs_uniform_profiles_and_validates():
@@ -336,6 +347,67 @@ def test_capacity_study_runs_uniform_profiles_and_validates():
         capacity_study([(7,)])
     with pytest.raises(ValueError, match="seeds"):
         capacity_study([(1,)], seeds=[])
+
+
+@pytest.mark.parametrize("schedule", ["rotate", "shuffle"])
+def test_capacity_schedules_move_the_same_levels_and_local_epochs_set_the_steps(schedule):
+    model, clients, X, _ = _setup(3)
+    sizes = [len(c.X) for c in clients]
+    srv = Server(model, clients, [1, 2, 3], Method("leff", r=1.0), X, local_steps=4, batch_size=16,
+                 local_epochs=2, capacity_schedule=schedule)
+    seen = []
+    for t in range(4):
+        plans = [p for _, _, p in srv.configure_round(t)]
+        assert sorted(srv.capacities) == [1, 2, 3]                       # the same levels every round
+        assert [len(p.block) for p in plans] == list(srv.capacities)     # block length = this round's L_i
+        assert [p.steps for p in plans] == [2 * int(np.ceil(n / 16)) for n in sizes]
+        seen.append(srv.capacities)
+    assert len(set(seen)) > 1                                            # ... on different clients
+    if schedule == "rotate":
+        assert seen[:3] == [(1, 2, 3), (2, 3, 1), (3, 1, 2)]
+    fixed = Server(model, clients, [1, 2, 3], Method("fedavg"), local_steps=4)
+    fixed.configure_round(0)
+    assert fixed.capacities == (1, 2, 3) and all(p.steps == 4 for p in fixed.last_plans)
+    with pytest.raises(ValueError, match="local_epochs"):
+        Server(model, clients, [1, 2, 3], Method("fedavg"), local_epochs=0)
+    with pytest.raises(ValueError, match="capacity_schedule"):
+        Server(model, clients, [1, 2, 3], Method("fedavg"), capacity_schedule="random")
+
+
+def test_capacity_study_schedules_record_the_round_capacities():
+    from neurips25.leff import capacity_study
+
+    out = capacity_study([(1, 2, 3)], alpha=1.0, seeds=[0], rounds=2, pretrain_epochs=1, local_steps=1,
+                         schedules=["rotate"])
+    (run,) = out["runs"]["1,2,3 rotate"].values()
+    assert out["schedules"] == ["rotate"] and len(run["round_capacities"]) == 2
+    for caps, blocks in zip(run["round_capacities"], run["blocks"]):
+        assert sorted(caps) == sorted(run["capacities"]) and [len(b) for b in blocks] == caps
+    with pytest.raises(ValueError, match="schedules"):
+        capacity_study([(1,)], schedules=["weekly"])
+
+
+def test_epoch_study_reruns_every_method_under_the_paper_protocol():
+    from neurips25.leff import epoch_study
+
+    out = epoch_study(["FedAvg"], lrs=[3e-3], seeds=[0], test_seeds=[0], test_alphas=[1.0],
+                      run=dict(rounds=1, local_epochs=1), base=dict(rounds=15, pretrain_epochs=1))
+    assert out["run"] == {"rounds": 1, "local_epochs": 1, "pretrain_epochs": 1}
+    assert out["selected"] == {"FedAvg": 3e-3}                           # the sweep's rate, re-run anyway
+    assert len(out["runs"]["FedAvg"]["1.0"]["0"]["acc"]) == 1
+
+
+def test_label_skew_units():
+    from neurips25.leff import label_skew
+
+    y = np.arange(400) % 4
+    mild, harsh = label_skew(y, 100.0, seeds=[0, 1]), label_skew(y, 0.05, seeds=[0, 1])
+    assert mild["classes"] == 4 and len(mild["layer_tv"]) == 3 and mild["layer_tv"][0] == pytest.approx(0)
+    assert mild["entropy"] > 0.95 > 0.5 > harsh["entropy"] and harsh["layer_tv"][2] > mild["layer_tv"][2]
+    with pytest.raises(ValueError, match="labels"):
+        label_skew(np.zeros(10), 1.0)
+    with pytest.raises(ValueError, match="seeds"):
+        label_skew(y, 1.0, seeds=[])
 
 
 def test_validation_split_is_held_out_of_the_clients_data():

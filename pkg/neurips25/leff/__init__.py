@@ -26,7 +26,9 @@ from .experiment import (
     SWEEP,
     TUNED,
     capacity_study,
+    epoch_study,
     final_accuracy,
+    label_skew,
     leff_client_cost,
     main,
     pretrain,
@@ -35,7 +37,16 @@ from .experiment import (
     task_data,
     tune_lr,
 )
-from .federation import KINDS, Client, ClientPlan, LocalFit, Method, Server, trainable_names
+from .federation import (
+    CAPACITY_SCHEDULES,
+    KINDS,
+    Client,
+    ClientPlan,
+    LocalFit,
+    Method,
+    Server,
+    trainable_names,
+)
 from .model import (
     Cost,
     LayerDistiller,
@@ -63,5 +74,5 @@ __all__ = [
     "compression_groups", "distill_loss", "n_compressed", "round_time", "run_blocks", "set_trainable", "step_cost",
     "submodel",
     "task_data", "pretrain", "leff_client_cost", "run_method", "sweep", "main", "TUNED", "final_accuracy", "tune_lr",
-    "capacity_study",
+    "capacity_study", "CAPACITY_SCHEDULES", "label_skew", "epoch_study",
 ]

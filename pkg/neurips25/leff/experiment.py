@@ -14,7 +14,7 @@ from ..data import load_digits_tensors
 from ..runtime import cap, make_trainer, seed_everything, single_thread, smoke
 from ..vision import ViTClassifier
 from .core import capacity_profile, check_capacities, dirichlet_split
-from .federation import Client, Method, Server, trainable_names
+from .federation import CAPACITY_SCHEDULES, Client, Method, Server, trainable_names
 from .model import ModelSpec, build_model, n_compressed, round_time, set_trainable, step_cost
 
 #: label -> Method of the compared runs. The sweep's common learning rates: 3e-3 for methods that train
@@ -48,14 +48,28 @@ METHODS = {
 #: capacities (1, 2, 3), to measure what averaging a layer over few clients costs under label skew
 #: (at the headline alpha = 0.1 in both scales, where the notebook compares it with FedAvg; full adds
 #: capacity 2 last, so that NEURIPS25_SMOKE, which keeps the first two profiles, still runs 1 and 3).
+#: ``dynamic`` is the same study with the sweep's mix re-assigned to the clients every round, shifted by
+#: one client ("rotate") or randomly permuted ("shuffle"): the same compute, but who trains the deep
+#: layers changes. ``epochs`` is the paper's local work, one local epoch per round for 20 rounds
+#: (Sec. 5.1), instead of K local steps: FedAvg and LEFF re-tuned on the validation split with the
+#: same grid (:func:`tune_lr`, ``rerun_all``) and re-run on the test split.
 SWEEP = {
     "small": dict(seeds=[0, 1, 2], alphas=[0.1, 1.0], run=dict(rounds=15),
                   tune=dict(lrs=[1e-3, 3e-3, 1e-2], alpha=0.1, seeds=[0]),
-                  capacities=dict(profiles=[[1], [3]], alpha=0.1, seeds=[0, 1, 2])),
+                  capacities=dict(profiles=[[1], [3]], alpha=0.1, seeds=[0, 1, 2]),
+                  dynamic=dict(profiles=[[1, 2, 3]], alpha=0.1, seeds=[0, 1, 2],
+                               schedules=["rotate", "shuffle"]),
+                  epochs=dict(methods=["FedAvg", "LEFF"], lrs=[1e-3, 3e-3, 1e-2], alpha=0.1, seeds=[0],
+                              test_seeds=[0, 1, 2], test_alphas=[0.1], run=dict(rounds=20, local_epochs=1))),
     "full": dict(seeds=[0, 1, 2, 3, 4], alphas=[0.1, 1.0, 0.05],
                  run=dict(rounds=40, local_steps=20, pretrain_epochs=30),
                  tune=dict(lrs=[3e-4, 1e-3, 3e-3, 1e-2], alpha=0.05, seeds=[0, 1, 2]),
-                 capacities=dict(profiles=[[1], [3], [2]], alpha=0.1, seeds=[0, 1, 2, 3, 4])),
+                 capacities=dict(profiles=[[1], [3], [2]], alpha=0.1, seeds=[0, 1, 2, 3, 4]),
+                 dynamic=dict(profiles=[[1, 2, 3]], alpha=0.1, seeds=[0, 1, 2, 3, 4],
+                              schedules=["rotate", "shuffle"]),
+                 epochs=dict(methods=["FedAvg", "LEFF"], lrs=[3e-4, 1e-3, 3e-3, 1e-2], alpha=0.1,
+                             seeds=[0, 1, 2], test_seeds=[0, 1, 2, 3, 4], test_alphas=[0.1],
+                             run=dict(rounds=20, local_epochs=1))),
 }
 
 #: The methods the headline claims compare, tuned with equal budgets by :func:`tune_lr`.
@@ -113,12 +127,16 @@ def pretrain(seed: int = 0, epochs: int = 10) -> nn.Module:
 
 def run_method(method: Method, alpha: float = 0.1, seed: int = 0, rounds: int = 15, n_clients: int = 8,
                levels=(1, 2, 3), local_steps: int = 10, batch_size: int = 32, pretrain_epochs: int = 10,
-               cost: bool = True, val_fraction: float = 0.0) -> dict:
+               cost: bool = True, val_fraction: float = 0.0, local_epochs: int | None = None,
+               capacity_schedule: str = "fixed") -> dict:
     """One federated fine-tuning run: accuracy after every round, and per-client costs of a local step
     (trainable parameters, FLOPs, memory estimate) with the simulated round time, where client ``i``'s
     speed is proportional to its capacity ``L_i`` (a capacity-1 client is 3x slower than a capacity-3 one).
     ``val_fraction > 0``: a tuning run -- the clients hold the training split less that share, and
-    ``acc`` is measured on the held-out share (:func:`task_data`), never on the test split."""
+    ``acc`` is measured on the held-out share (:func:`task_data`), never on the test split.
+    ``local_epochs`` (one local epoch per round is the paper's protocol) replaces the ``local_steps``
+    per round; ``capacity_schedule`` ``"rotate"``/``"shuffle"`` re-assigns the capacities to the clients
+    every round (:class:`~neurips25.leff.federation.Server`; the runs then record ``round_capacities``)."""
     with single_thread():
         data = task_data(seed, val_fraction=val_fraction)
         Xtr, ytr = data["train"]
@@ -127,12 +145,14 @@ def run_method(method: Method, alpha: float = 0.1, seed: int = 0, rounds: int = 
         clients = [Client(i, Xtr[p], ytr[p]) for i, p in enumerate(parts)]
         caps = capacity_profile(n_clients, levels)
         model = pretrain(seed, pretrain_epochs)
-        server = Server(model, clients, caps, method, data["proxy"], local_steps, batch_size, seed)
-        costs, blocks, cache = [], [], {}
+        server = Server(model, clients, caps, method, data["proxy"], local_steps, batch_size, seed,
+                        local_epochs=local_epochs, capacity_schedule=capacity_schedule)
+        costs, blocks, cache, round_caps = [], [], {}, []
         xb, yb = Xtr[:batch_size], ytr[:batch_size]
 
         def on_round(t, srv):
             blocks.append([list(p.block) for p in srv.last_plans])
+            round_caps.append(list(srv.capacities))
             if not cost:
                 return
             row = []
@@ -141,19 +161,22 @@ def run_method(method: Method, alpha: float = 0.1, seed: int = 0, rounds: int = 
                 if key not in cache:
                     c = step_cost(set_trainable(build_model(plan.spec), plan.trainable), xb, yb)
                     cache[key] = (c.trainable, c.flops, c.memory)
-                row.append(cache[key])
+                row.append((*cache[key], plan.steps))
             costs.append(row)
 
         acc = server.run(cap(rounds), *data["val" if val_fraction > 0 else "test"], on_round=on_round)
     out = {"acc": acc, "blocks": blocks, "capacities": list(caps),
            "sizes": [len(p) for p in parts],
            "importance": None if server.importance is None else server.importance.tolist()}
+    if capacity_schedule != "fixed":
+        out["round_capacities"] = round_caps
     if cost:
-        arr = np.array(costs, dtype=float)              # rounds x clients x (trainable, flops, memory)
-        speeds = np.array(caps, float) / server.depth
+        arr = np.array(costs, dtype=float)        # rounds x clients x (trainable, flops, memory, steps)
+        speeds = np.array(round_caps, float) / server.depth   # speed follows this round's capacity
+        times = [round_time(f, v, local_steps) if local_epochs is None else round_time(f * k, v, 1)
+                 for f, k, v in zip(arr[..., 1], arr[..., 3], speeds)]
         out.update(trainable=float(arr[..., 0].mean()), flops=float(arr[..., 1].mean()),
-                   memory=float(arr[..., 2].max(1).mean()),
-                   round_time=float(np.mean([round_time(f, speeds, local_steps) for f in arr[..., 1]])))
+                   memory=float(arr[..., 2].max(1).mean()), round_time=float(np.mean(times)))
     return out
 
 
@@ -169,6 +192,44 @@ def sweep(seeds=(0, 1, 2), alphas=(0.1, 1.0), methods=None, **kw) -> dict:
     return out
 
 
+def label_skew(labels, alpha: float, n_clients: int = 8, levels=(1, 2, 3), seeds=range(20),
+               min_size: int = 1) -> dict:
+    """How skewed a Dirichlet split (:func:`~neurips25.leff.core.dirichlet_split`) is, in units that
+    compare tasks with different numbers of classes ``C``, averaged over ``seeds``:
+
+    - ``entropy``: a client's label entropy over ``log C`` (1: the global mix of a balanced task, 0:
+      one class), averaged over clients;
+    - ``layer_tv``: for ``l = 1 .. max(levels)``, the total-variation distance between the label mix of
+      the clients with capacity ``L_i >= l`` (those that train layer ``l`` when every block starts at
+      the first layer) and the global label mix, over its maximum ``1 - 1/C`` (0: the trainers of
+      layer ``l`` see the labels as the federation does; 1: they see none of the other classes).
+      Samples are pooled, so clients weigh by ``D_i`` as in the aggregation.
+
+    Capacities are ``capacity_profile(n_clients, levels)``. Returns ``{"entropy": float, "layer_tv":
+    [float per layer], "classes": C}``."""
+    y = np.asarray(labels.cpu() if isinstance(labels, torch.Tensor) else labels)
+    classes = np.unique(y) if y.ndim == 1 else np.array([])
+    if len(classes) < 2:
+        raise ValueError("labels must be a 1-D array with at least two classes")
+    caps = np.array(capacity_profile(n_clients, levels))
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds must be non-empty")
+    C = len(classes)
+    glob = np.array([(y == c).mean() for c in classes])
+    ent, tv = [], []
+    for s in seeds:
+        parts = dirichlet_split(y, n_clients, alpha, s, min_size)
+        mix = [np.array([(y[p] == c).mean() for c in classes]) for p in parts]
+        ent.append(np.mean([-(q[q > 0] * np.log(q[q > 0])).sum() / np.log(C) for q in mix]))
+        # the samples of the clients that train layer l (capacity >= l), pooled
+        pooled = [np.concatenate([parts[i] for i in np.flatnonzero(caps >= l)])
+                  for l in range(1, caps.max() + 1)]
+        tv.append([0.5 * np.abs(np.array([(y[p] == c).mean() for c in classes]) - glob).sum() / (1 - 1 / C)
+                   for p in pooled])
+    return {"entropy": float(np.mean(ent)), "layer_tv": np.mean(tv, 0).tolist(), "classes": C}
+
+
 def final_accuracy(acc, last: int = 3) -> float:
     """The chapter's "final accuracy": the mean over the last ``last`` rounds (accuracy swings from
     round to round under non-IID data, so one round is a noisy read-out)."""
@@ -181,12 +242,14 @@ def final_accuracy(acc, last: int = 3) -> float:
 
 
 def tune_lr(methods=TUNED, lrs=(1e-3, 3e-3, 1e-2), alpha: float = 0.1, seeds=(0,), test_seeds=(0, 1, 2),
-            test_alphas=(0.1, 1.0), val_fraction: float = 0.25, **kw) -> dict:
+            test_alphas=(0.1, 1.0), val_fraction: float = 0.25, rerun_all: bool = False, **kw) -> dict:
     """Equal-budget learning-rate selection: every method in ``methods`` runs every ``lr`` of the same
     grid on a validation split (``val_fraction`` of the clients' data held out, :func:`run_method`) at
     ``alpha`` for ``seeds``, and keeps the lr with the best seed-mean :func:`final_accuracy` there.
     Methods whose selected lr differs from :data:`METHODS`' are then re-run on the test split
-    (``test_seeds`` x ``test_alphas``); the others' test runs are the main sweep's.
+    (``test_seeds`` x ``test_alphas``); the others' test runs are the main sweep's. ``rerun_all``:
+    re-run every method (for ``kw`` that change the protocol, e.g. ``local_epochs``, where the main
+    sweep's runs do not apply).
     Returns ``{"validation": {method: {lr: {seed: acc}}}, "selected": {method: lr}, "runs": {...}}``."""
     methods, lrs, seeds = list(methods), [float(lr) for lr in lrs], list(seeds)
     unknown = [m for m in methods if m not in METHODS]
@@ -207,7 +270,7 @@ def tune_lr(methods=TUNED, lrs=(1e-3, 3e-3, 1e-2), alpha: float = 0.1, seeds=(0,
                 for name in methods}
     runs: dict = {}
     for name, lr in selected.items():
-        if lr != METHODS[name].lr:
+        if rerun_all or lr != METHODS[name].lr:
             for a in list(test_alphas)[:cap(len(test_alphas))]:
                 for s in list(test_seeds)[:cap(len(test_seeds), 1)]:
                     runs.setdefault(name, {}).setdefault(str(a), {})[str(s)] = run_method(
@@ -215,32 +278,52 @@ def tune_lr(methods=TUNED, lrs=(1e-3, 3e-3, 1e-2), alpha: float = 0.1, seeds=(0,
     return {"validation": val, "selected": selected, "runs": runs, "alpha": alpha, "val_fraction": val_fraction}
 
 
-def capacity_study(profiles=((1,), (2,), (3,)), alpha: float = 0.1, seeds=(0, 1, 2), **kw) -> dict:
+def capacity_study(profiles=((1,), (2,), (3,)), alpha: float = 0.1, seeds=(0, 1, 2), schedules=("fixed",),
+                   **kw) -> dict:
     """LEFF (``METHODS["LEFF"]``) with each capacity profile in ``profiles``: the levels cycled over
     the clients (:func:`~neurips25.leff.core.capacity_profile`), so ``(3,)`` gives every client
     capacity 3 and ``(1, 2, 3)`` is the sweep's mix. A uniform profile makes every trained layer an
-    average over all clients; the mix averages deeper layers over fewer. Returns
-    ``{"alpha": alpha, "runs": {"1,2,3": {seed: run}}}`` (accuracies and blocks, no costs)."""
+    average over all clients; the mix averages deeper layers over fewer. ``schedules``: the
+    ``capacity_schedule`` of each run (``"rotate"``/``"shuffle"``: the same levels, hence the same
+    compute, move over the clients every round instead of staying with them). Returns
+    ``{"alpha": alpha, "schedules": [...], "runs": {"1,2,3": {seed: run}, "1,2,3 rotate": ...}}``
+    (accuracies and blocks; the key names the schedule unless it is fixed)."""
     profiles = [tuple(p) for p in profiles]
     if not profiles or any(not p for p in profiles):
         raise ValueError(f"profiles must be a non-empty list of non-empty capacity levels, got {profiles!r}")
     for p in profiles:
         check_capacities(p, len(ModelSpec().layer_map))
-    seeds = list(seeds)
+    seeds, schedules = list(seeds), list(schedules)
     if not seeds:
         raise ValueError("seeds must be non-empty")
+    if not schedules or any(s not in CAPACITY_SCHEDULES for s in schedules):
+        raise ValueError(f"schedules must be a non-empty list from {CAPACITY_SCHEDULES}, got {schedules!r}")
     runs: dict = {}
     for p in profiles[:cap(len(profiles))]:
-        for s in seeds[:cap(len(seeds), 1)]:
-            runs.setdefault(",".join(map(str, p)), {})[str(s)] = run_method(
-                METHODS["LEFF"], alpha, s, levels=p, cost=False, **kw)
-    return {"alpha": alpha, "runs": runs}
+        for sched in schedules:
+            key = ",".join(map(str, p)) + ("" if sched == "fixed" else f" {sched}")
+            for s in seeds[:cap(len(seeds), 1)]:
+                runs.setdefault(key, {})[str(s)] = run_method(
+                    METHODS["LEFF"], alpha, s, levels=p, cost=False, capacity_schedule=sched, **kw)
+    return {"alpha": alpha, "schedules": schedules, "runs": runs}
+
+
+def epoch_study(methods=("FedAvg", "LEFF"), run=None, base=None, **kw) -> dict:
+    """The paper's local work (Sec. 5.1: one local epoch per round, 20 rounds) instead of ``K`` steps:
+    :func:`tune_lr` for ``methods`` with ``rerun_all`` (the protocol changes, so every method is
+    re-tuned on the validation split and re-run on the test split). ``run``: the protocol's
+    :func:`run_method` settings (default ``rounds=20, local_epochs=1``), over ``base`` (the sweep's);
+    ``kw`` go to :func:`tune_lr` (grid, seeds, alphas). Returns its result with ``"run"`` added."""
+    run = dict(rounds=20, local_epochs=1) if run is None else dict(run)
+    protocol = {**(base or {}), **run}
+    return {**tune_lr(methods, rerun_all=True, **kw, **protocol), "run": protocol}
 
 
 def main(argv=None) -> None:
     """``python -m neurips25.leff [--scale small|full] [--seeds 0 1 2] [--rounds 15] [--tune]``: the sweep
-    (settings: ``SWEEP[scale]``) and the equal-budget learning-rate study (``SWEEP[scale]["tune"]``),
-    stored in ``notebooks/results/leff.json`` (small) or ``leff.full.json`` (full)."""
+    (settings: ``SWEEP[scale]``) with the equal-budget learning-rate study (``SWEEP[scale]["tune"]``) and
+    the studies of the alpha = 0.1 gap (``--capacities``, ``--dynamic``, ``--epochs``), stored in
+    ``notebooks/results/leff.json`` (small) or ``leff.full.json`` (full)."""
     from ..results import add_scale_arguments, load_results, results_path, save_results
 
     p = argparse.ArgumentParser(prog="python -m neurips25.leff", description=main.__doc__)
@@ -255,6 +338,10 @@ def main(argv=None) -> None:
                    help="run only the learning-rate study and store it in the existing sweep's file")
     p.add_argument("--capacities", action="store_true",
                    help="run only the capacity study and store it in the existing sweep's file")
+    p.add_argument("--dynamic", action="store_true",
+                   help="run only the per-round capacity study and store it in the existing sweep's file")
+    p.add_argument("--epochs", action="store_true",
+                   help="run only the one-local-epoch protocol study and store it in the existing sweep's file")
     args = p.parse_args(argv)
     unknown = [m for m in args.methods if m not in METHODS]
     if unknown:
@@ -278,7 +365,15 @@ def main(argv=None) -> None:
     def capacities():
         return capacity_study(**cfg["capacities"], **run)
 
-    for option, key, fn in (("tune", "tuning", study), ("capacities", "capacities", capacities)):
+    def dynamic():
+        return capacity_study(**cfg["dynamic"], **run)
+
+    def epochs():
+        return epoch_study(base=run, **cfg["epochs"])
+
+    studies = (("tune", "tuning", study), ("capacities", "capacities", capacities),
+               ("dynamic", "dynamic", dynamic), ("epochs", "epochs", epochs))
+    for option, key, fn in studies:
         if getattr(args, option):
             old = stored("--" + option)
             data = {**old["data"], key: fn()}
@@ -298,8 +393,7 @@ def main(argv=None) -> None:
                 old["data"]["runs"].setdefault(name, {}).setdefault(a, {}).update(by_seed)
         data, cmd = old["data"], old["command"] + "; " + cmd + " --merge"
     elif args.methods == list(METHODS):
-        data["tuning"] = study()
-        data["capacities"] = capacities()
+        data.update({key: fn() for _, key, fn in studies})
     print(save_results("leff", data, cmd, seed=seeds[0], path=args.out, scale=args.scale))
 
 

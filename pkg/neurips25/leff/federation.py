@@ -5,6 +5,7 @@ trains locally with Lightning and returns ``(update, n_samples, metrics)``, and 
 ``aggregate_fit`` and ``NumPyClient.fit``."""
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 
@@ -27,6 +28,7 @@ from .model import (
 )
 
 KINDS = ("fedavg", "headonly", "bitfit", "lora", "leff")
+CAPACITY_SCHEDULES = ("fixed", "rotate", "shuffle")
 
 
 @dataclass(frozen=True)
@@ -164,10 +166,19 @@ class Server:
         method: a :class:`Method`.
         proxy: public proxy images for LEFF's compression by distillation (unlabelled).
         local_steps: ``K``; batch_size: local batch; seed: sampling and data order.
+        local_epochs: if given, client ``i`` runs ``local_epochs * ceil(D_i / batch_size)`` steps
+            instead of ``K`` (the paper: one local epoch per round).
+        capacity_schedule: which client holds which capacity in round ``t``. ``"fixed"`` (default):
+            client ``i`` always has ``L_i``. ``"rotate"``: the profile shifts by one client per round,
+            ``L_{(i + t) mod N}``, so every client holds every level equally often. ``"shuffle"``: a
+            random permutation of the profile every round. The levels, hence the compute, of a round
+            are the same in all three. The paper's clients report ``L_i`` at the start of every round
+            and may "dynamically adjust" their workload; it does not say whether a capacity is fixed.
     """
 
     def __init__(self, model: TinyViT, clients: list[Client], capacities, method: Method,
-                 proxy: torch.Tensor | None = None, local_steps: int = 10, batch_size: int = 32, seed: int = 0):
+                 proxy: torch.Tensor | None = None, local_steps: int = 10, batch_size: int = 32, seed: int = 0,
+                 local_epochs: int | None = None, capacity_schedule: str = "fixed"):
         if not clients:
             raise ValueError("clients must be a non-empty list")
         self.depth = len(model.blocks)
@@ -178,8 +189,13 @@ class Server:
             raise ValueError("LEFF with r < 1 needs proxy images for the compression")
         if not isinstance(local_steps, int) or local_steps < 1:
             raise ValueError(f"local_steps must be a positive int, got {local_steps!r}")
+        if local_epochs is not None and (not isinstance(local_epochs, int) or local_epochs < 1):
+            raise ValueError(f"local_epochs must be None or a positive int, got {local_epochs!r}")
+        if capacity_schedule not in CAPACITY_SCHEDULES:
+            raise ValueError(f"capacity_schedule must be one of {CAPACITY_SCHEDULES}, got {capacity_schedule!r}")
         self.method, self.clients, self.proxy = method, clients, proxy
         self.K, self.batch_size, self.seed = local_steps, batch_size, seed
+        self.local_epochs, self.capacity_schedule, self.profile = local_epochs, capacity_schedule, self.capacities
         self.model = add_lora(model, method.lora_rank, seed) if method.kind == "lora" else model
         self.model.eval()
         blk = self.model.blocks[0]
@@ -198,12 +214,19 @@ class Server:
     def configure_round(self, t: int) -> list[tuple[Client, dict, ClientPlan]]:
         """Per client: the weights to send and its plan for round ``t``."""
         m = self.method
-        base = dict(steps=self.K, lr=m.lr, batch_size=self.batch_size)
+        n = len(self.profile)
+        if self.capacity_schedule == "rotate":
+            self.capacities = tuple(self.profile[(i + t) % n] for i in range(n))
+        elif self.capacity_schedule == "shuffle":   # own generator: block draws keep using self.rng
+            perm = np.random.default_rng([self.seed, t, 17]).permutation(n)
+            self.capacities = tuple(self.profile[j] for j in perm)
+        base = dict(lr=m.lr, batch_size=self.batch_size)
         seeds = [self.seed * 100_003 + t * 1009 + c.cid for c in self.clients]
+        steps = [self.local_steps(c) for c in self.clients]
         if m.kind != "leff":
             state = self.state()
             plan = dict(spec=self.spec, trainable=trainable_names(self.model, m.kind), **base)
-            self.last_plans = [ClientPlan(seed=s, **plan) for s in seeds]
+            self.last_plans = [ClientPlan(seed=s, steps=k, **plan) for s, k in zip(seeds, steps)]
             return [(c, state, p) for c, p in zip(self.clients, self.last_plans)]
         if m.sampling == "importance":
             self.importance = self.collect_importance(t)
@@ -212,7 +235,7 @@ class Server:
         segment = self._segments([(0, k) for k in starts]
                                  + [(k + L, self.depth) for k, L in zip(starts, self.capacities)])
         out, self.last_plans = [], []
-        for c, k, L, s in zip(self.clients, starts, self.capacities, seeds):
+        for c, k, L, s, n_steps in zip(self.clients, starts, self.capacities, seeds, steps):
             pre, pre_map = segment[0, k]
             post, post_map = segment[k + L, self.depth]
             blocks = pre + list(self.model.blocks[k:k + L]) + post
@@ -220,11 +243,17 @@ class Server:
             sub = submodel(self.model, blocks)
             trained = range(len(pre), len(pre) + L)
             plan = ClientPlan(spec=replace(self.spec, layer_map=layer_map),
-                              trainable=trainable_names(sub, "leff", trained), seed=s,
+                              trainable=trainable_names(sub, "leff", trained), seed=s, steps=n_steps,
                               block=tuple(range(k, k + L)), **base)
             self.last_plans.append(plan)
             out.append((c, {k_: v.detach().clone() for k_, v in sub.state_dict().items()}, plan))
         return out
+
+    def local_steps(self, client: Client) -> int:
+        """Local steps this client runs in a round: ``K``, or ``local_epochs`` passes over its data."""
+        if self.local_epochs is None:
+            return self.K
+        return self.local_epochs * math.ceil(len(client.X) / self.batch_size)
 
     def collect_importance(self, t: int) -> torch.Tensor:
         """``I^l`` averaged over clients with weights ``D_i`` (each reports one mini-batch's Taylor sums)."""
