@@ -8,13 +8,18 @@ import torch
 from neurips25.guitar import (
     GUITAR,
     MFEAT_VIEW_NAMES,
+    N_MFEAT,
     apmc,
     check_views,
     clustering_accuracy,
     clustering_scores,
+    concat_kmeans,
     digit_indices,
     knn_cosine_graph,
+    load_mfeat,
+    mfeat,
     mfeat_digits,
+    mfeat_indices,
     missing_masks,
     multiview_digits,
     normalized_laplacian,
@@ -231,6 +236,9 @@ def test_sensitivity_lays_each_setting_over_the_tuned_params_and_validates():
     rows = sensitivity({"APMC": {"n_neighbors": 5}}, seeds=(0,), grids={"APMC": [{"n_neighbors": 3}]}, n=60)
     assert len(rows) == 1 and rows[0]["method"] == "APMC" and rows[0]["n_neighbors"] == 3
     assert 0.0 <= rows[0]["ACC"] <= 1.0
+    # a schedule setting replaces the run's max_iter / eta instead of reaching the model
+    rows = sensitivity({}, seeds=(0,), grids={"GUITAR": [{"max_iter": 2, "eta": 2.0}]}, n=60)
+    assert rows[0]["max_iter"] == 2 and 0.0 <= rows[0]["ACC"] <= 1.0
     with pytest.raises(TypeError, match="params"):
         sensitivity([("APMC", {})], grids={"APMC": [{}]})
     with pytest.raises(ValueError, match="grids"):
@@ -248,3 +256,39 @@ def test_digit_indices_are_the_instance_subsample_and_validate():
     assert (load_digits().target[idx] == y).all()
     with pytest.raises(ValueError, match="n must be"):
         digit_indices(1798, 0)
+
+
+def test_packaged_mfeat_is_the_uci_data_set():
+    views, y = load_mfeat()
+    assert [X.shape for X in views] == [(2000, 76), (2000, 216), (2000, 64), (2000, 240), (2000, 47), (2000, 6)]
+    assert N_MFEAT == 2000 and np.array_equal(np.bincount(y), np.full(10, 200))  # 200 digits per class
+    assert (np.diff(y) >= 0).all()  # stored in class order, as UCI distributes it
+    assert all(X.dtype == np.float64 and np.isfinite(X).all() and not X.flags.writeable for X in views)
+    pix = views[MFEAT_VIEW_NAMES.index("pix")]
+    assert set(np.unique(pix)) <= set(range(7))  # 2x3-window pixel counts: integers 0..6
+    assert views[0][0, 0] == pytest.approx(0.065882, abs=1e-6)  # first value of mfeat-fou
+
+
+def test_mfeat_instances_subsample_consistently_and_validate():
+    views, y = mfeat(100, seed=4)
+    idx = mfeat_indices(100, 4)
+    full, y_all = load_mfeat()
+    assert len(set(idx.tolist())) == 100 and (np.diff(idx) > 0).all()
+    assert all(np.array_equal(X, F[idx]) for X, F in zip(views, full)) and np.array_equal(y, y_all[idx])
+    assert np.array_equal(mfeat_indices(2000, 7), np.arange(2000))  # the whole data set, whatever the seed
+    for bad in (5, 2001, 50.0):
+        with pytest.raises(ValueError, match="n must be"):
+            mfeat(bad)
+
+
+def test_concat_fills_missing_views_with_their_mean_not_zeros():
+    # View 0 holds the clusters (two directions 33 degrees apart); view 1 is noise around a constant and
+    # half its samples are missing at random. Zero-filling splits the samples by whether they have view
+    # 1 (ACC ~0.5 here): a missing view moves a sample by 1, farther than the clusters lie apart.
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 40)
+    views = [np.array([[1, 0.3], [1, -0.3]])[y] + 0.02 * rng.standard_normal((80, 2)),
+             5 + 0.1 * rng.standard_normal((80, 3))]
+    M = np.ones((80, 2), dtype=bool)
+    M[rng.choice(80, 40, replace=False), 1] = False
+    assert clustering_accuracy(y, concat_kmeans(views, M, 2)) == 1.0

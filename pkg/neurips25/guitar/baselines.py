@@ -31,19 +31,28 @@ def _kmeans(F: np.ndarray, k: int, seed: int) -> np.ndarray:
     return KMeans(k, n_init=10, random_state=seed).fit_predict(F)
 
 
+def _mean_filled(views, masks) -> list[np.ndarray]:
+    """The normalised views with every missing sample replaced by the mean of the view's observed ones."""
+    Xs, masks = normalise_views(views, masks), np.asarray(masks)
+    for v, X in enumerate(Xs):
+        X[~masks[:, v]] = X[masks[:, v]].mean(0)
+    return Xs
+
+
 def single_view_kmeans(views, masks, view: int, n_clusters: int, seed: int = 0) -> np.ndarray:
     """k-means on one view, its missing samples imputed by the view's mean (the "BSV" baseline)."""
-    Xs = normalise_views(views, masks)
+    Xs = _mean_filled(views, masks)
     if not isinstance(view, int) or not 0 <= view < len(Xs):
         raise ValueError(f"view must be an int in [0, {len(Xs) - 1}], got {view!r}")
-    X, obs = Xs[view].copy(), np.asarray(masks)[:, view]
-    X[~obs] = X[obs].mean(0)
-    return _kmeans(X, n_clusters, seed)
+    return _kmeans(Xs[view], n_clusters, seed)
 
 
 def concat_kmeans(views, masks, n_clusters: int, seed: int = 0) -> np.ndarray:
-    """k-means on the concatenation of all views with missing views filled by zeros."""
-    return _kmeans(np.concatenate(normalise_views(views, masks), 1), n_clusters, seed)
+    """k-means on the concatenation of all views, every missing view filled by that view's mean over the
+    samples that have it (the "Concat" baseline of the incomplete multi-view literature, e.g. Wen et al.'s
+    survey that the paper cites). Zero-filling instead would let k-means group the samples by which
+    views they miss: each l2-normalised view adds 1 to a sample's squared norm."""
+    return _kmeans(np.concatenate(_mean_filled(views, masks), 1), n_clusters, seed)
 
 
 def pvc(views, masks, n_clusters: int, seed: int = 0, latent_per_cluster: int = 1, lam: float = 1e-2,

@@ -1,21 +1,70 @@
-"""Multi-view, incomplete versions of scikit-learn's digits, and the clustering metrics.
+"""The multi-view data sets, incomplete-view masks and the clustering metrics.
 
-Mfeat (UCI "Multiple Features", the paper's handwritten-digit benchmark) describes each digit by six
-hand-crafted feature sets: Fourier coefficients of the character shape (fou), profile correlations
-(fac), Karhunen-Loeve coefficients (kar), pixel averages in 2x3 windows (pix), Zernike moments (zer)
-and morphological features (mor). ``mfeat_digits`` computes the same six kinds of feature from the
-bundled 8x8 digits (offline, no download); ``multiview_digits`` is the chapter's first, simpler
-four-view construction (pixels, pooled pixels, profiles, gradient histograms).
+Mfeat (UCI "Multiple Features", the paper's handwritten-digit benchmark) describes each of 2,000
+digits by six hand-crafted feature sets: Fourier coefficients of the character shape (fou), profile
+correlations (fac), Karhunen-Loeve coefficients (kar), pixel averages in 2x3 windows (pix), Zernike
+moments (zer) and morphological features (mor). The real data ship with the package
+(``data_files/mfeat.npz``, CC BY 4.0, see its README): ``load_mfeat`` reads them and ``mfeat`` draws
+the chapter's instances. Two stand-ins built from scikit-learn's 8x8 digits serve as contrasts:
+``mfeat_digits`` computes the same six kinds of feature from them, ``multiview_digits`` four
+pixel-derived views (pixels, pooled pixels, profiles, gradient histograms).
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
-__all__ = ["VIEW_NAMES", "MFEAT_VIEW_NAMES", "digit_indices", "multiview_digits", "mfeat_digits", "missing_masks", "check_views",
-           "clustering_accuracy", "nmi", "purity", "clustering_scores"]
+__all__ = ["VIEW_NAMES", "MFEAT_VIEW_NAMES", "N_MFEAT", "load_mfeat", "mfeat_indices", "mfeat", "digit_indices",
+           "multiview_digits", "mfeat_digits", "missing_masks", "check_views", "clustering_accuracy", "nmi", "purity",
+           "clustering_scores"]
 
 VIEW_NAMES = ("pixels", "pooled", "profiles", "gradients")
 MFEAT_VIEW_NAMES = ("fou", "fac", "kar", "pix", "zer", "mor")
+
+
+N_MFEAT = 2000  # UCI Multiple Features: 200 digits of each class
+
+
+@lru_cache(maxsize=1)
+def _mfeat_arrays() -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    from importlib.resources import as_file, files
+
+    res = files(__package__) / "data_files" / "mfeat.npz"
+    if not res.is_file():
+        raise FileNotFoundError(f"the packaged Mfeat data are missing ({res}); reinstall neurips25 with its "
+                                "package data (pkg/neurips25/guitar/data_files/mfeat.npz)")
+    with as_file(res) as path, np.load(path) as d:
+        views = tuple(d[name].astype(np.float64) for name in MFEAT_VIEW_NAMES)
+        y = d["labels"].astype(np.int64)
+    for a in views + (y,):
+        a.flags.writeable = False
+    return views, y
+
+
+def load_mfeat() -> tuple[list[np.ndarray], np.ndarray]:
+    """The real UCI Multiple Features data, ``(views, labels)``: six views of the 2,000 digits
+    (``MFEAT_VIEW_NAMES``; fou 76, fac 216, kar 64, pix 240, zer 47 and mor 6 features), in class
+    order, and the labels 0-9. Read from the packaged ``data_files/mfeat.npz`` (UCI, CC BY 4.0;
+    provenance in its README); the arrays are read-only float64 copies of the stored float32."""
+    views, y = _mfeat_arrays()
+    return list(views), y
+
+
+def mfeat_indices(n: int, seed: int) -> np.ndarray:
+    """Which of Mfeat's 2,000 digits the instance ``(n, seed)`` uses (sorted indices; all of them for
+    ``n = 2000``, whatever the seed)."""
+    if not isinstance(n, (int, np.integer)) or not 10 <= n <= N_MFEAT:
+        raise ValueError(f"n must be an int in [10, {N_MFEAT}], got {n!r}")
+    return np.sort(np.random.default_rng(seed).choice(N_MFEAT, size=int(n), replace=False))
+
+
+def mfeat(n: int = N_MFEAT, seed: int = 0) -> tuple[list[np.ndarray], np.ndarray]:
+    """``n`` random digits (without replacement) of the real Mfeat, ``(views, labels)``; ``n = 2000``
+    is the paper's whole data set (the seed then only drives the masks and k-means)."""
+    idx = mfeat_indices(n, seed)
+    views, y = _mfeat_arrays()
+    return [X[idx] for X in views], y[idx]
 
 
 def _gradient_histograms(img: np.ndarray, bins: int = 8) -> np.ndarray:
@@ -150,7 +199,8 @@ def _morphology(up: np.ndarray, thr: float = 0.4) -> np.ndarray:
 
 
 def mfeat_digits(n: int = 500, seed: int = 0) -> tuple[list[np.ndarray], np.ndarray]:
-    """``n`` random digits (without replacement) seen through six Mfeat-like views, ``(views, labels)``.
+    """``n`` random digits of scikit-learn's 8x8 set (without replacement) seen through six views built
+    like Mfeat's (a stand-in for the real ``mfeat``), ``(views, labels)``.
 
     The views (``MFEAT_VIEW_NAMES``), each ``(n, d_v)``, follow Mfeat's six feature sets: fou (24
     Fourier descriptors of the outline), fac (58 profile and profile-autocorrelation features), kar

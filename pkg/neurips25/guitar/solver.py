@@ -32,12 +32,20 @@ def knn_cosine_graph(Z: torch.Tensor, k: int) -> torch.Tensor:
     n = Z.shape[1]
     if not isinstance(k, int) or not 1 <= k < n:
         raise ValueError(f"k must be an int in [1, n-1] = [1, {n - 1}], got {k!r}")
+    return _knn_graphs(Z, (k,))[0]
+
+
+def _knn_graphs(Z: torch.Tensor, ks: tuple[int, ...]) -> list[torch.Tensor]:
+    """``knn_cosine_graph(Z, k)`` for every ``k`` in ``ks``, from one cosine matrix and one top-k search."""
     Zn = Z / Z.norm(dim=0, keepdim=True).clamp_min(1e-12)
     C = Zn.T @ Zn
     C.fill_diagonal_(-torch.inf)
-    val, idx = C.topk(k, dim=1)
-    S = torch.zeros_like(C).scatter_(1, idx, val.clamp_min(0))
-    return torch.maximum(S, S.T)
+    val, idx = C.topk(max(ks), dim=1)  # sorted: the k nearest are the first k columns
+    out = []
+    for k in ks:
+        S = torch.zeros_like(C).scatter_(1, idx[:, :k], val[:, :k].clamp_min(0))
+        out.append(torch.maximum(S, S.T))
+    return out
 
 
 def normalized_laplacian(S: torch.Tensor) -> torch.Tensor:
@@ -199,9 +207,9 @@ class GUITAR:
                 M = (rho + mu) * I_n + 2 * self.lam2 * (Lsum - L[v]) + 2 * self.lam3 * Ls
                 Z[v] = torch.cholesky_solve(T.T, torch.linalg.cholesky(M)).T
             if self.lam2 > 0 or self.lam3 > 0:  # rebuild the dual manifold graphs from the new Z
-                L = [_laplacian(knn_cosine_graph(z, self.k_view)) for z in Z]
-                Ss = sum(knn_cosine_graph(z, self.k_shared) for z in Z) / m
-                Ls = _laplacian(Ss)
+                graphs = [_knn_graphs(z, (self.k_view, self.k_shared)) for z in Z]
+                L = [_laplacian(S_v) for S_v, _ in graphs]
+                Ls = _laplacian(sum(S_1 for _, S_1 in graphs) / m)
             mu, rho = min(mu * self.eta, 1e13), min(rho * self.eta, 1e13)
             rX = max(float(torch.linalg.matrix_norm(X[v] - A[v] @ Z[v] - E[v], ord=float("inf")))
                      for v in range(m))
