@@ -357,3 +357,85 @@ def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint, mo
     res = gr.run_experiment(n_people=10, seed=0, unfiltered=False, base=(long, tok))
     assert res["n_test"] == 6 and 0.0 <= res["filtered_graph"] <= 1.0 and 0.0 <= res["filtered_rv_learned_cov"] <= 1.0
     assert 0.0 <= res["verifier_acc_heldout"] <= 1.0
+
+
+# ------------------------------------------------------------------------------ the recall-order probe
+def test_probe_traces_cite_the_asked_branch_at_a_varying_position(world):
+    """The probe's traces: both cities, then both countries, in either recall order; the step cites the
+    asked-for branch's two facts (K0 K2 when it is recalled first, K1 K3 when second), and the scorer
+    gives a clean trace full marks in both formats and tells far from near."""
+    from neurips25.grid_reasoning import probe
+
+    born = probe.birth_cities(world, seed=1)
+    assert set(born) == set(world.people)
+    assert all(world.country_of[born[p]] != world.country_of[world.city_of[p]] for p in world.people)
+    p = world.test_people[0]
+    _, far = probe.probe_trace(world, born, "country", p, False, "graph")  # lives_in first: far
+    _, near = probe.probe_trace(world, born, "country", p, True, "graph")
+    assert "( K0 K2 )" in far and "( K1 K3 )" in near
+    assert far.split()[-1] == near.split()[-1] == world.country_of[world.city_of[p]]
+    prompt, cot = probe.probe_trace(world, born, "birth_country", p, False, "cot")
+    assert prompt == f"Q birth_country {p} <cot>" and f"so {p} from {world.country_of[born[p]]}" in cot
+    qs = [(k, q) for q in world.test_people for k in probe.KINDS]
+    for fmt in ("cot", "graph"):
+        texts = [probe.probe_trace(world, born, k, q, i % 4 < 2, fmt)[1] for i, (k, q) in enumerate(qs)]
+        s = probe.probe_scores(world, born, qs, texts, fmt)
+        assert s["accuracy"] == s["follows"] == s["follows_far"] == s["follows_near"] == 1.0
+        assert 0.0 < s["far"] < 1.0 and s.get("cites_right", 1.0) == 1.0
+    # a step that does not follow from the trace's own facts (answer right, premise swapped) is scored so
+    bad = far.replace("( K0 K2 )", "( K0 K3 )").replace(
+        f"{p} in {world.country_of[world.city_of[p]]}", f"{p} in {world.country_of[born[p]]}")
+    s = probe.probe_scores(world, born, [("country", p)], [bad], "graph")
+    assert s["accuracy"] == 1.0 and s["follows"] == 0.0 and s["cites_right"] == 0.0 and s["far"] == 1.0
+
+
+def test_probe_input_validation(world):
+    from neurips25.grid_reasoning import probe
+
+    born = probe.birth_cities(world)
+    p = world.test_people[0]
+    with pytest.raises(ValueError, match="kind"):
+        probe.probe_trace(world, born, "language", p, False, "cot")
+    with pytest.raises(ValueError, match="fmt"):
+        probe.probe_trace(world, born, "country", p, False, "direct")
+    with pytest.raises(ValueError, match="person"):
+        probe.probe_trace(world, born, "country", "no body", False, "cot")
+    with pytest.raises(ValueError, match="fmt"):
+        probe.probe_scores(world, born, [("country", p)], ["x"], "direct")
+    with pytest.raises(ValueError, match="equal lengths"):
+        probe.probe_scores(world, born, [("country", p)], [], "cot")
+    with pytest.raises(ValueError, match="kinds"):
+        probe.probe_scores(world, born, [("language", p)], ["x"], "cot")
+    for bad in (dict(n_people=0), dict(steps=1.5), dict(n_layer=True), dict(n_embd=-1)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            probe.recall_order_probe(**bad)
+
+
+def test_probe_smoke_and_cli(tmp_path, monkeypatch):
+    """The probe under NEURIPS25_SMOKE=1, and its CLI (``--experiment probe``) writing its own results file."""
+    import json
+
+    from neurips25.grid_reasoning import probe
+
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")
+    res = probe.recall_order_probe(n_people=20, n_layer=1, n_embd=16, seed=0)
+    assert res["n_test"] == 2 * 6 and set(res["graph"]) == {"accuracy", "follows", "far", "follows_far",
+                                                           "follows_near", "cites_right"}
+    assert all(0.0 <= res["cot"][k] <= 1.0 for k in ("accuracy", "follows", "far"))
+    out = tmp_path / "probe.json"
+    monkeypatch.setitem(probe.PROBE, "small", dict(seeds=[3, 4], config=dict(n_people=20, steps=2, n_layer=1,
+                                                                            n_embd=16)))
+    gr.main(["--experiment", "probe", "--out", str(out)])
+    payload = json.loads(out.read_text())
+    assert payload["slug"] == "grid_reasoning_probe" and payload["smoke"] is True
+    assert [r["seed"] for r in payload["data"]["runs"]] == [3]  # seeds capped under smoke
+    assert payload["data"]["config"]["n_people"] == 20
+
+
+def test_probe_premises_are_never_the_two_statements_before_the_step(world):
+    from neurips25.grid_reasoning import probe
+
+    born = probe.birth_cities(world)
+    assert probe.adjacent_share(world, born) == 0.0
+    with pytest.raises(ValueError, match="born"):
+        probe.adjacent_share(world, {})

@@ -23,6 +23,9 @@ knowledge:
 * ``train_model`` / ``answer_questions`` / ``self_consistency`` — tiny transformers trained from
   scratch with Lightning (``neurips25.lm``) and their decoding; ``run_experiment`` is the whole study
   for one seed; ``python -m neurips25.grid_reasoning`` runs it over seeds and stores the results.
+* ``probe`` — the recall-order probe of the graph-vs-CoT claim: a constructed world where a step's
+  premise is not the statement just before it (``recall_order_probe``, settings ``PROBE``; stored by
+  ``python -m neurips25.grid_reasoning --experiment probe``).
 """
 from __future__ import annotations
 
@@ -63,6 +66,7 @@ from .model import (
     sequence_confidence,
     train_model,
 )
+from .probe import PROBE, recall_order_probe
 from .verify import (
     LearnedVerifier,
     OracleVerifier,
@@ -86,4 +90,5 @@ __all__ = ["COUNTRIES", "RULES", "RELATIONS", "QUESTIONS", "FORMATS", "CORRUPTIO
            "verify_prompt", "verifier_examples", "LearnedVerifier", "verify_graph", "filter_traces", "runtime_verify",
            "Verified", "accuracy", "acc_at_passed", "cot_facts", "fact_filter", "selective_accuracy",
            "sequence_confidence", "knowledge_corpus", "SWEEP", "base_model", "train_model", "proposer_data",
-           "answer_questions", "self_consistency", "run_experiment", "draw_graph", "main"]
+           "answer_questions", "self_consistency", "run_experiment", "draw_graph", "main", "PROBE",
+           "recall_order_probe"]

@@ -403,8 +403,11 @@ SWEEP = {
 def main(argv: Sequence[str] | None = None) -> None:
     """``python -m neurips25.grid_reasoning [--scale small|full] [--out PATH] [--seeds ...]``: the study over
     the scale's seeds with ``SWEEP[scale]``, stored with ``neurips25.results.save_results`` in
-    ``notebooks/results/grid_reasoning.json`` (``--scale full``: ``grid_reasoning.full.json``). The models
-    train where ``runtime.device()`` points (CUDA when present)."""
+    ``notebooks/results/grid_reasoning.json`` (``--scale full``: ``grid_reasoning.full.json``).
+    ``--experiment probe``: the recall-order probe (``probe.recall_order_probe``, settings
+    ``probe.PROBE[scale]``) in ``notebooks/results/grid_reasoning_probe.json`` (alias: ``python -m
+    neurips25.grid_reasoning_probe``). The models train where ``runtime.device()`` points (CUDA when
+    present)."""
     import argparse
     import os
     import sys
@@ -416,8 +419,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     add_scale_arguments(ap)
     ap.add_argument("--seeds", type=int, nargs="+", default=None, help="override the scale's seeds")
     ap.add_argument("--steps", type=int, default=None, help="override the proposers' training steps")
+    ap.add_argument("--experiment", choices=("study", "probe"), default="study",
+                    help="study: the chapter's sweep (SWEEP); probe: the recall-order probe (probe.PROBE)")
     args = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    cmd = "python -m neurips25.grid_reasoning " + " ".join(sys.argv[1:] if argv is None else argv)
+    if args.experiment == "probe":
+        from .probe import PROBE, recall_order_probe
+
+        sweep = PROBE[args.scale]
+        seeds = sweep["seeds"] if args.seeds is None else args.seeds
+        seeds = seeds[:cap(len(seeds), 1)]
+        config = dict(sweep["config"], **({} if args.steps is None else {"steps": args.steps}))
+        runs = [recall_order_probe(seed=s, device=device(), **config) for s in seeds]
+        for r in runs:
+            print(r, flush=True)
+        print(save_results("grid_reasoning_probe", {"config": config, "runs": runs}, cmd.strip(), seeds[0],
+                           path=args.out, scale=args.scale))
+        return
     sweep = SWEEP[args.scale]
     seeds = sweep["seeds"] if args.seeds is None else args.seeds
     seeds = seeds[:cap(len(seeds), 1)]
@@ -426,6 +445,5 @@ def main(argv: Sequence[str] | None = None) -> None:
     for seed in seeds:
         runs.append(run_experiment(seed=seed, device=device(), **config))
         print({k: round(v, 3) if isinstance(v, float) else v for k, v in runs[-1].items()}, flush=True)
-    cmd = "python -m neurips25.grid_reasoning " + " ".join(sys.argv[1:] if argv is None else argv)
     print(save_results("grid_reasoning", {"config": config, "runs": runs}, cmd.strip(), seeds[0], path=args.out,
                        scale=args.scale))
