@@ -425,25 +425,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     cmd = "python -m neurips25.grid_reasoning " + " ".join(sys.argv[1:] if argv is None else argv)
     if args.experiment == "probe":
-        from .probe import PROBE, recall_order_probe
+        from .probe import PROBE, recall_order_probe  # probe imports this module: not at the top
 
-        sweep = PROBE[args.scale]
-        seeds = sweep["seeds"] if args.seeds is None else args.seeds
-        seeds = seeds[:cap(len(seeds), 1)]
-        config = dict(sweep["config"], **({} if args.steps is None else {"steps": args.steps}))
-        runs = [recall_order_probe(seed=s, device=device(), **config) for s in seeds]
-        for r in runs:
-            print(r, flush=True)
-        print(save_results("grid_reasoning_probe", {"config": config, "runs": runs}, cmd.strip(), seeds[0],
-                           path=args.out, scale=args.scale))
-        return
-    sweep = SWEEP[args.scale]
+        table, experiment, slug = PROBE, recall_order_probe, "grid_reasoning_probe"
+    else:
+        table, experiment, slug = SWEEP, run_experiment, "grid_reasoning"
+    sweep = table[args.scale]
     seeds = sweep["seeds"] if args.seeds is None else args.seeds
     seeds = seeds[:cap(len(seeds), 1)]
     config = dict(sweep["config"], **({} if args.steps is None else {"steps": args.steps}))
     runs = []
     for seed in seeds:
-        runs.append(run_experiment(seed=seed, device=device(), **config))
+        runs.append(experiment(seed=seed, device=device(), **config))
         print({k: round(v, 3) if isinstance(v, float) else v for k, v in runs[-1].items()}, flush=True)
-    print(save_results("grid_reasoning", {"config": config, "runs": runs}, cmd.strip(), seeds[0], path=args.out,
+    print(save_results(slug, {"config": config, "runs": runs}, cmd.strip(), seeds[0], path=args.out,
                        scale=args.scale))

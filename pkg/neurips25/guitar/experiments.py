@@ -246,7 +246,7 @@ def run_grid(methods: Sequence[str] = METHODS, rates: Sequence[float] = (0.1, 0.
 
 def main(argv: Sequence[str] | None = None) -> None:
     from ..results import add_scale_arguments, load_results, save_results
-    from ..runtime import cap, device, smoke
+    from ..runtime import device, smoke
 
     p = argparse.ArgumentParser(prog="python -m neurips25.guitar", description=__doc__)
     add_scale_arguments(p)
@@ -272,16 +272,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         stored = load_results("guitar", path=a.out, scale=a.scale)
         params = stored["data"]["params"]
         if a.part == "sensitivity":
-            new = {"sensitivity": sensitivity(params, seeds=cfg["seeds"], **kw)}
+            rows = sensitivity(params, seeds=cfg["seeds"], **kw)
+            new = {"sensitivity": rows}
         else:
-            seeds = list(WHOLE["seeds"])[: cap(len(WHOLE["seeds"]), 1)]
-            rows = [{"method": m, "rate": WHOLE["rate"], "seed": seed,
-                     **run_method(m, WHOLE["rate"], seed, params=params, **{**kw, "n": WHOLE["n"]})}
-                    for seed in seeds for m in WHOLE["methods"]]
+            rows = run_grid(WHOLE["methods"], rates=[WHOLE["rate"]], seeds=WHOLE["seeds"], params=params,
+                            **{**kw, "n": WHOLE["n"]})
             new = {"whole_rows": rows, "whole_n": WHOLE["n"]}
-        for val in new.values():
-            for r in val if isinstance(val, list) else []:
-                print(a.part, r, flush=True)
+        for r in rows:
+            print(a.part, r, flush=True)
         if not a.no_save:
             data = {**stored["data"], **new, f"{a.part}_command": cmd}
             print(save_results("guitar", data, command=stored["command"], seed=stored["seed"], path=a.out,

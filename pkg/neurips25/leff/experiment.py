@@ -173,8 +173,8 @@ def run_method(method: Method, alpha: float = 0.1, seed: int = 0, rounds: int = 
     if cost:
         arr = np.array(costs, dtype=float)        # rounds x clients x (trainable, flops, memory, steps)
         speeds = np.array(round_caps, float) / server.depth   # speed follows this round's capacity
-        times = [round_time(f, v, local_steps) if local_epochs is None else round_time(f * k, v, 1)
-                 for f, k, v in zip(arr[..., 1], arr[..., 3], speeds)]
+        # each client's FLOPs of the round (its own step count: one local epoch differs per client)
+        times = [round_time(f * k, v, 1) for f, k, v in zip(arr[..., 1], arr[..., 3], speeds)]
         out.update(trainable=float(arr[..., 0].mean()), flops=float(arr[..., 1].mean()),
                    memory=float(arr[..., 2].max(1).mean()), round_time=float(np.mean(times)))
     return out
@@ -216,17 +216,20 @@ def label_skew(labels, alpha: float, n_clients: int = 8, levels=(1, 2, 3), seeds
     if not seeds:
         raise ValueError("seeds must be non-empty")
     C = len(classes)
-    glob = np.array([(y == c).mean() for c in classes])
+
+    def label_mix(idx):
+        return np.array([(y[idx] == c).mean() for c in classes])
+
+    glob = label_mix(slice(None))
     ent, tv = [], []
     for s in seeds:
         parts = dirichlet_split(y, n_clients, alpha, s, min_size)
-        mix = [np.array([(y[p] == c).mean() for c in classes]) for p in parts]
+        mix = [label_mix(p) for p in parts]
         ent.append(np.mean([-(q[q > 0] * np.log(q[q > 0])).sum() / np.log(C) for q in mix]))
         # the samples of the clients that train layer l (capacity >= l), pooled
         pooled = [np.concatenate([parts[i] for i in np.flatnonzero(caps >= l)])
                   for l in range(1, caps.max() + 1)]
-        tv.append([0.5 * np.abs(np.array([(y[p] == c).mean() for c in classes]) - glob).sum() / (1 - 1 / C)
-                   for p in pooled])
+        tv.append([0.5 * np.abs(label_mix(p) - glob).sum() / (1 - 1 / C) for p in pooled])
     return {"entropy": float(np.mean(ent)), "layer_tv": np.mean(tv, 0).tolist(), "classes": C}
 
 
