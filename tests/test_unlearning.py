@@ -228,6 +228,7 @@ def test_spiky_small_is_the_stored_spiky_sweep():
     assert cfg["seeds"] == list(range(small["seeds"])) and cfg["tune_seeds"] == small["tune_seeds"]
     assert cfg["checkpoints"] == small["checkpoints"] and cfg["budgets"] == small["budgets"]
     assert set(SPIKY["full"]) == set(small) and SPIKY["full"]["checkpoints"][-1] == 100_000  # the paper's
+    assert small["checkpoints"][-1] == 100_000  # the book's sweep trains the paper's length too
 
 
 def test_spiky_selection_small_is_the_stored_selection_sweep():
