@@ -15,6 +15,7 @@ from neurips25.guitar import (
     clustering_scores,
     concat_kmeans,
     digit_indices,
+    kmeans_repeats,
     knn_cosine_graph,
     load_mfeat,
     mfeat,
@@ -27,8 +28,10 @@ from neurips25.guitar import (
     pvc,
     rank_surrogate,
     rank_surrogate_grad,
+    run_method,
     sensitivity,
     shrink,
+    surrogate_runs,
     t_product,
     t_svd,
     t_transpose,
@@ -245,6 +248,36 @@ def test_sensitivity_lays_each_setting_over_the_tuned_params_and_validates():
         sensitivity({}, grids={"k-means": [{}]})
     with pytest.raises(ValueError, match="rate"):
         sensitivity({}, grids={"APMC": [{}]}, rate=1.0)
+
+
+def test_surrogate_runs_are_paired_and_kmeans_run_zero_is_the_fit():
+    rows = surrogate_runs({}, seeds=(0,), runs=2, n=60, max_iter=3)
+    assert [r["method"] for r in rows] == ["GUITAR", "GUITAR (ℓδ)"]
+    assert all(len(r["kmeans_ACC"]) == 2 and r["ACC"] == np.mean(r["kmeans_ACC"]) for r in rows)
+    # run 0 of the k-means repeats is the fitted model's own labels (the grid's number)
+    s, model = run_method("GUITAR", 0.5, 0, n=60, max_iter=3, return_model=True)
+    _, y = mfeat(60, 0)
+    assert kmeans_repeats(model, y, 1, 0)[0] == s["ACC"] == rows[0]["kmeans_ACC"][0]
+    with pytest.raises(TypeError, match="params"):
+        surrogate_runs([], seeds=(0,))
+    with pytest.raises(ValueError, match="methods"):
+        surrogate_runs({}, methods=("PVC",))
+    with pytest.raises(TypeError, match="model"):
+        kmeans_repeats(GUITAR(3), y, 1, 0)
+    with pytest.raises(ValueError, match="runs"):
+        kmeans_repeats(model, y, 0, 0)
+    with pytest.raises(ValueError, match="y must"):
+        kmeans_repeats(model, y[:10], 1, 0)
+
+
+def test_perturb_is_a_tiny_relative_change_and_validates():
+    a = run_method("GUITAR", 0.5, 0, n=60, max_iter=3)
+    b = run_method("GUITAR", 0.5, 0, n=60, max_iter=3, perturb=1e-13)
+    assert set(a) == set(b) and all(0.0 <= v <= 1.0 for v in b.values())
+    with pytest.raises(ValueError, match="perturb"):
+        run_method("GUITAR", 0.5, 0, n=60, perturb=0.1)
+    with pytest.raises(ValueError, match="perturb"):
+        run_method("PVC", 0.5, 0, n=60, perturb=1e-13)
 
 
 def test_digit_indices_are_the_instance_subsample_and_validate():

@@ -32,10 +32,13 @@ from .experiments import (
     HALF_ONLY,
     METHODS,
     SENSITIVITY,
+    SURROGATES,
     TUNING,
+    kmeans_repeats,
     run_grid,
     run_method,
     sensitivity,
+    surrogate_runs,
     tune,
 )
 from .solver import GUITAR, knn_cosine_graph, normalized_laplacian, preprocess, spectral_labels
@@ -54,7 +57,7 @@ from .tensor import (
 __all__ = [
     "apmc", "concat_kmeans", "normalise_views", "pvc", "single_view_kmeans",
     "ABLATIONS", "BASELINES", "CONFIRM_METHODS", "DATASETS", "DIAGNOSED", "DEFAULTS", "HALF_ONLY", "METHODS", "SENSITIVITY",
-    "TUNING", "run_grid", "run_method", "sensitivity", "tune", "MFEAT_VIEW_NAMES", "N_MFEAT", "load_mfeat", "mfeat", "mfeat_indices", "digit_indices", "mfeat_digits", "VIEW_NAMES", "check_views", "clustering_accuracy", "clustering_scores", "missing_masks",
+    "SURROGATES", "TUNING", "kmeans_repeats", "surrogate_runs", "run_grid", "run_method", "sensitivity", "tune", "MFEAT_VIEW_NAMES", "N_MFEAT", "load_mfeat", "mfeat", "mfeat_indices", "digit_indices", "mfeat_digits", "VIEW_NAMES", "check_views", "clustering_accuracy", "clustering_scores", "missing_masks",
     "multiview_digits", "nmi", "purity", "GUITAR", "knn_cosine_graph", "normalized_laplacian",
     "preprocess", "spectral_labels", "RANK_SURROGATES", "rank_surrogate", "rank_surrogate_grad", "shrink",
     "t_product", "t_svd", "t_transpose", "tensor_prox", "tensor_rank_penalty",
