@@ -185,5 +185,32 @@ def test_table3_run_validates_and_sweep_settings_match_the_notebook():
 
     with pytest.raises(ValueError, match="weak_frac"):
         table3_run(0, 1.5, SWEEP["small"])
+    with pytest.raises(ValueError, match="protocol"):
+        table3_run(0, 0.1, SWEEP["small"], protocol="paper")
+    # the official Galaxy10 settings: N_b = 250, N_i = 50 with (1, 1.025)
+    off = SWEEP["small"]["official"]
+    assert (off["n_blend"], off["n_inject"], tuple(off["gamma_inject"])) == (250, 50, (1.0, 1.025))
+    assert SWEEP["small"]["protocols"] == ("chapter", "official")
     assert 0.1 in SWEEP["small"]["weak_fracs"] and SWEEP["small"]["seeds"] == (0, 1, 2)
     assert set(SWEEP["small"]) == set(SWEEP["full"])
+
+
+def test_table3_pool_rolls_targets_and_validates():
+    from neurips25.leapfactual import table3_pool
+
+    toy = SquaresToy()
+    z, y = toy.sample(6, seed=0)
+    y10 = torch.tensor([0, 1, 2, 3, 4, 5])
+
+    class Id:  # a stand-in VAE: identity encoder/decoder
+        encode = decode = staticmethod(lambda u: u)
+
+    class Flow:  # a stand-in flow with ten classes: the toy field on class mod 4
+        velocity = staticmethod(lambda u, t, c: toy.velocity(u, t, c % 4))
+
+    f = lambda x: torch.as_tensor(toy.classify(x))  # noqa: E731
+    x_std, x_rel, t = table3_pool(z, y10, f, Flow, Id, 2, 0.5, 1, (1.0, 1.0), 4)
+    assert x_std.shape == x_rel.shape == (54, 2) and t.shape == (54,)
+    assert torch.equal(t[:6], (y10 + 1) % 10) and not (t == y10.repeat(9)).any()
+    with pytest.raises(ValueError, match="x_own and y_own"):
+        table3_pool(z, y10[:3], f, Flow, Id, 2, 0.5, 1, (1.0, 1.0), 4)
