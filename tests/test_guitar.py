@@ -270,6 +270,22 @@ def test_surrogate_runs_are_paired_and_kmeans_run_zero_is_the_fit():
         kmeans_repeats(model, y[:10], 1, 0)
 
 
+def test_kmeans_runs_average_over_one_embedding_and_run_zero_is_one_run():
+    from neurips25.guitar.baselines import baseline_embeddings
+
+    for method in ("GUITAR", "Concat + k-means", "PVC", "APMC", "Best single view"):
+        one = run_method(method, 0.5, 0, n=60, max_iter=3)
+        five = run_method(method, 0.5, 0, n=60, max_iter=3, kmeans_runs=3)
+        assert len(five["kmeans_ACC"]) == 3 and np.isclose(five["ACC"], np.mean(five["kmeans_ACC"]))
+        if method != "Best single view":  # its best view is chosen by the mean over the runs
+            assert five["kmeans_ACC"][0] == one["ACC"]
+        assert "kmeans_ACC" not in one
+    with pytest.raises(ValueError, match="kmeans_runs"):
+        run_method("PVC", 0.5, 0, n=60, kmeans_runs=0)
+    with pytest.raises(ValueError, match="method"):
+        baseline_embeddings("GUITAR", [np.ones((4, 2))], np.ones((4, 1), bool), 2)
+
+
 def test_perturb_is_a_tiny_relative_change_and_validates():
     a = run_method("GUITAR", 0.5, 0, n=60, max_iter=3)
     b = run_method("GUITAR", 0.5, 0, n=60, max_iter=3, perturb=1e-13)

@@ -11,7 +11,7 @@ import numpy as np
 from .data import check_views
 from .solver import spectral_labels
 
-__all__ = ["normalise_views", "single_view_kmeans", "concat_kmeans", "pvc", "apmc"]
+__all__ = ["normalise_views", "single_view_kmeans", "concat_kmeans", "pvc", "apmc", "baseline_embeddings"]
 
 
 def normalise_views(views, masks) -> list[np.ndarray]:
@@ -29,6 +29,22 @@ def _kmeans(F: np.ndarray, k: int, seed: int) -> np.ndarray:
     from sklearn.cluster import KMeans
 
     return KMeans(k, n_init=10, random_state=seed).fit_predict(F)
+
+
+def baseline_embeddings(method: str, views, masks, n_clusters: int, seed: int = 0, **kw):
+    """``[(F, spectral), ...]``: what ``method``'s final k-means clusters, one entry per candidate view for
+    "Best single view", else one. ``spectral``: ``F`` goes through ``solver.spectral_labels`` (APMC), else
+    plain k-means. ``seed`` seeds PVC's start; k-means seeds are the caller's (repeated k-means runs on one
+    embedding). ``kw``: the method's hyper-parameters."""
+    if method == "Best single view":
+        return [(X, False) for X in _mean_filled(views, masks)]
+    if method == "Concat + k-means":
+        return [(np.concatenate(_mean_filled(views, masks), 1), False)]
+    if method == "PVC":
+        return [(_pvc_latent(views, masks, n_clusters, seed, **kw), False)]
+    if method == "APMC":
+        return [(_apmc_embedding(views, masks, n_clusters, seed, **kw), True)]
+    raise ValueError(f"method must be one of 'Best single view', 'Concat + k-means', 'PVC', 'APMC', got {method!r}")
 
 
 def _mean_filled(views, masks) -> list[np.ndarray]:
@@ -70,6 +86,12 @@ def pvc(views, masks, n_clusters: int, seed: int = 0, latent_per_cluster: int = 
     per-sample l2-normalised views made non-negative by scaling every feature to [0, 1] over the
     samples that observe it. ``latent_per_cluster * n_clusters`` is the latent dimension.
     """
+    return _kmeans(_pvc_latent(views, masks, n_clusters, seed, latent_per_cluster, lam, max_iter), n_clusters, seed)
+
+
+def _pvc_latent(views, masks, n_clusters: int, seed: int = 0, latent_per_cluster: int = 1, lam: float = 1e-2,
+                max_iter: int = 300) -> np.ndarray:
+    """PVC's latent matrix ``P (n, latent_per_cluster * n_clusters)`` (see ``pvc``)."""
     Xs = normalise_views(views, masks)
     masks = np.asarray(masks)
     for name, val in (("latent_per_cluster", latent_per_cluster), ("max_iter", max_iter)):
@@ -92,7 +114,7 @@ def pvc(views, masks, n_clusters: int, seed: int = 0, latent_per_cluster: int = 
         num = sum(X @ Uv.T for X, Uv in zip(Xs, U))  # rows of missing views are zero in X
         den = sum(W[:, v:v + 1] * (P @ Uv @ Uv.T) for v, Uv in enumerate(U)) + lam / 2 * W.sum(1, keepdims=True)
         P *= num / (den + eps)
-    return _kmeans(P, n_clusters, seed)
+    return P
 
 
 def apmc(views, masks, n_clusters: int, seed: int = 0, n_neighbors: int = 5,
@@ -113,6 +135,13 @@ def apmc(views, masks, n_clusters: int, seed: int = 0, n_neighbors: int = 5,
     ``anchor_fraction < 1`` (a diagnostic, not part of APMC) keeps a random fraction of those anchors,
     e.g. to ask whether fewer anchors alone change the result on complete data.
     """
+    return spectral_labels(_apmc_embedding(views, masks, n_clusters, seed, n_neighbors, anchor_fraction),
+                           n_clusters, seed)
+
+
+def _apmc_embedding(views, masks, n_clusters: int, seed: int = 0, n_neighbors: int = 5,
+                    anchor_fraction: float = 1.0) -> np.ndarray:
+    """APMC's normalised anchor graph ``Z Lambda^{-1/2}`` (see ``apmc``), the input of its spectral step."""
     Xs = normalise_views(views, masks)
     masks = np.asarray(masks)
     n_obs = masks.sum(1)
@@ -142,4 +171,4 @@ def apmc(views, masks, n_clusters: int, seed: int = 0, n_neighbors: int = 5,
         Z[np.ix_(obs, cols)] += Zv
     Z /= n_obs[:, None]
     lam = Z.sum(0)
-    return spectral_labels(Z / np.sqrt(np.clip(lam, 1e-12, None)), n_clusters, seed)
+    return Z / np.sqrt(np.clip(lam, 1e-12, None))
