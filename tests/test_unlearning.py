@@ -241,3 +241,36 @@ def test_spiky_selection_small_is_the_stored_selection_sweep():
     assert cfg["seeds"] == list(range(small["seeds"])) and cfg["tune_seeds"] == small["tune_seeds"]
     assert cfg["checkpoints"] == small["checkpoints"] and cfg["budgets"] == small["budgets"]
     assert set(SPIKY_SELECTION["full"]) == set(small) and SPIKY_SELECTION["full"]["checkpoints"] == [100_000]
+
+
+def test_spiky10_small_is_the_stored_ten_seed_sweep():
+    from neurips25.results import load_results
+    from neurips25.unlearning import SPIKY, SPIKY10
+
+    payload = load_results("unlearning_spiky10")
+    cfg, small = payload["data"]["config"], SPIKY10["small"]
+    assert payload["slug"] == "unlearning_spiky10" and "--experiment spiky10" in payload["command"]
+    assert cfg["seeds"] == list(range(small["seeds"])) and cfg["tune_seeds"] == small["tune_seeds"]
+    assert cfg["checkpoints"] == small["checkpoints"] and cfg["budgets"] == small["budgets"]
+    assert small["seeds"] == 10 and small["checkpoints"][-1] == 100_000  # the paper's trials and length
+    assert small["tune_seeds"] == SPIKY["full"]["tune_seeds"] and set(SPIKY10["full"]) == set(small)
+
+
+def test_cli_spiky10_writes_its_own_file(tmp_path, monkeypatch):
+    import json
+
+    from neurips25.unlearning import main
+
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")  # capped loops: checks the plumbing, not the numbers
+    out = tmp_path / "s.json"
+    det, warn, threads = (torch.are_deterministic_algorithms_enabled(),
+                          torch.is_deterministic_algorithms_warn_only_enabled(), torch.get_num_threads())
+    try:  # main() sets torch's global determinism and thread count: put them back afterwards
+        main(["--experiment", "spiky10", "--seeds", "1", "--tune-seeds", "100", "--checkpoints", "100",
+              "--budgets", "2", "--out", str(out)])
+    finally:
+        torch.use_deterministic_algorithms(det, warn_only=warn)
+        torch.set_num_threads(threads)
+    payload = json.loads(out.read_text())
+    assert payload["slug"] == "unlearning_spiky10" and payload["smoke"] is True
+    assert payload["data"]["config"]["seeds"] == [0] and payload["data"]["config"]["checkpoints"] == [100]

@@ -38,7 +38,7 @@ __all__ = [
     "METHODS", "LABELS", "model_jacobian", "project_orthogonal", "minnorm_og_step", "min_norm_interpolator",
     "Unlearner", "unlearn", "Interpolator", "fit_interpolator", "fit_snapshots", "sine_poisoning_data", "sine_mlp",
     "sup_error", "tuning_grid", "backdoor_digits", "backdoor_metrics", "run_sine_sweep", "run_spiky_sweep",
-    "SWEEP", "SPIKY", "SPIKY_SELECTION", "main",
+    "SWEEP", "SPIKY", "SPIKY10", "SPIKY_SELECTION", "main",
 ]
 
 METHODS = ("minnorm_og", "gd", "noisy_gd", "ga", "neggrad_plus", "ridge", "l1_sparse", "retrain")
@@ -621,6 +621,16 @@ SPIKY = {
     "full": dict(seeds=10, tune_seeds=[100, 101, 102], checkpoints=[10_000, 30_000, 100_000], budgets=[10, 100]),
 }
 
+#: The robustness check at the paper's number of trials behind ``unlearning_spiky10.json``
+#: (``--experiment spiky10``): the spiky setup over 10 evaluation seeds, configurations chosen on three
+#: tuning seeds, snapshots up to the paper's 100,000 steps (~30 CPU-minutes on one core, ~2 per model).
+SPIKY10 = {
+    "small": dict(seeds=10, tune_seeds=[100, 101, 102], checkpoints=[10_000, 20_000, 50_000, 100_000],
+                  budgets=[10, 100]),
+    "full": dict(seeds=10, tune_seeds=[100, 101, 102], checkpoints=[10_000, 20_000, 50_000, 100_000],
+                 budgets=[10, 100]),
+}
+
 #: How much the choice of configuration decides the spiky result (``unlearning_spiky_selection.json``,
 #: ``--experiment selection``): every configuration of both grids evaluated on three held-out tuning seeds
 #: and the evaluation seeds, from one snapshot (``small``: 5,000 steps, ~8 CPU-minutes; ``full``: the
@@ -636,6 +646,9 @@ def main(argv: list[str] | None = None) -> None:
     regenerate the stored sweep (settings: ``SWEEP[scale]``; flags override them)."""
     from .results import add_scale_arguments, save_results
 
+    experiments = {"table1": None, "spiky": ("unlearning_spiky", SPIKY),  # name -> (slug, settings)
+                   "spiky10": ("unlearning_spiky10", SPIKY10),
+                   "selection": ("unlearning_spiky_selection", SPIKY_SELECTION)}
     p = argparse.ArgumentParser(prog="python -m neurips25.unlearning", description=main.__doc__)
     add_scale_arguments(p)
     p.add_argument("--seeds", type=int, default=None, help="number of evaluation seeds 0..n-1")
@@ -644,9 +657,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--steps", type=int, default=None, help="training steps of the poisoned model")
     p.add_argument("--checkpoints", type=int, nargs="+", default=None,
                    help="spiky: training-step snapshots to unlearn from")
-    p.add_argument("--experiment", choices=("table1", "spiky", "selection"), default="table1",
+    p.add_argument("--experiment", choices=tuple(experiments), default="table1",
                    help="table1: the chapter's sweep (unlearning.json); spiky: the paper's own setup "
-                        "(unlearning_spiky.json, settings SPIKY[scale]); selection: every configuration "
+                        "(unlearning_spiky.json, settings SPIKY[scale]); spiky10: the same over 10 seeds "
+                        "(unlearning_spiky10.json, SPIKY10); selection: every configuration "
                         "of the spiky grids evaluated (unlearning_spiky_selection.json, SPIKY_SELECTION)")
     a = p.parse_args(argv)
     torch.use_deterministic_algorithms(True, warn_only=True)
@@ -655,13 +669,13 @@ def main(argv: list[str] | None = None) -> None:
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     settings = lambda table: {k: (v if getattr(a, k) is None else getattr(a, k))  # noqa: E731
                               for k, v in table[a.scale].items()}  # the scale's settings, flags override
-    if a.experiment in ("spiky", "selection"):
+    if a.experiment != "table1":
         sel = a.experiment == "selection"
-        cfg = settings(SPIKY_SELECTION if sel else SPIKY)
+        slug, table = experiments[a.experiment]
+        cfg = settings(table)
         seeds, tune, ks = list(range(cfg["seeds"])), list(cfg["tune_seeds"]), list(cfg["checkpoints"])
         data = run_spiky_sweep(tuple(seeds[:cap(len(seeds))]), tuple(tune[:cap(len(tune))]),
                                tuple(ks[-cap(len(ks)):]), tuple(cfg["budgets"]), log=log, all_configs=sel)
-        slug = "unlearning_spiky_selection" if sel else "unlearning_spiky"
         print(save_results(slug, data, cmd.strip(), seed=0, path=a.out, scale=a.scale))
         return
     cfg = settings(SWEEP)
