@@ -503,13 +503,13 @@ def table3_run(seed: int, weak_frac: float, cfg: dict, protocol: str = "chapter"
     make_trainer(cap(run["cfm_epochs"])).fit(cfm, DataLoader(TensorDataset(Z_flow, c_pred), batch_size=128,
                                                              shuffle=True))
     cfm = cfm.cpu().eval().requires_grad_(False)
-    x_own, y_own = Xtr[sub][: cap(len(sub), 5)], ytr[sub][: cap(len(sub), 5)]
+    x_own, y_own = Xtr[sub], ytr[sub]
+    n_src = cap(len(sub), 5)  # the pool's source digits (fewer under NEURIPS25_SMOKE=1)
     n_inject = cap(run["n_inject"])
-    x_std, x_rel, pool_t = table3_pool(x_own, y_own, f, cfm, vae, cap(run["n_blend"]), run["gamma_blend"],
-                                       n_inject, run["gamma_inject"], cap(run["steps"], 4))
+    x_std, x_rel, pool_t = table3_pool(x_own[:n_src], y_own[:n_src], f, cfm, vae, cap(run["n_blend"]),
+                                       run["gamma_blend"], n_inject, run["gamma_inject"], cap(run["steps"], 4))
     kw = dict(epochs=cap(cfg["weak_epochs"]), lr=1e-2, weight_decay=1e-2,
               seeds=tuple(cfg["fit_seeds"])[: cap(len(cfg["fit_seeds"]))])
-    x_own, y_own = Xtr[sub], ytr[sub]
     with torch.no_grad():
         sets = {"standard": (x_std, pool_t), "reliable": (x_rel, pool_t),
                 "reconstructions": (vae.decode(vae.encode(x_own.repeat(9, 1)[: len(pool_t)])),

@@ -624,12 +624,9 @@ SPIKY = {
 #: The robustness check at the paper's number of trials behind ``unlearning_spiky10.json``
 #: (``--experiment spiky10``): the spiky setup over 10 evaluation seeds, configurations chosen on three
 #: tuning seeds, snapshots up to the paper's 100,000 steps (~30 CPU-minutes on one core, ~2 per model).
-SPIKY10 = {
-    "small": dict(seeds=10, tune_seeds=[100, 101, 102], checkpoints=[10_000, 20_000, 50_000, 100_000],
-                  budgets=[10, 100]),
-    "full": dict(seeds=10, tune_seeds=[100, 101, 102], checkpoints=[10_000, 20_000, 50_000, 100_000],
-                 budgets=[10, 100]),
-}
+#: Already the paper's size, so both scales are the same settings.
+SPIKY10 = {scale: dict(seeds=10, tune_seeds=[100, 101, 102], checkpoints=[10_000, 20_000, 50_000, 100_000],
+                       budgets=[10, 100]) for scale in ("small", "full")}
 
 #: How much the choice of configuration decides the spiky result (``unlearning_spiky_selection.json``,
 #: ``--experiment selection``): every configuration of both grids evaluated on three held-out tuning seeds

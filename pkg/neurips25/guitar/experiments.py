@@ -194,17 +194,23 @@ def run_method(method: str, rate: float, seed: int, n: int = DEFAULTS["n"],
         embeddings = [(np.concatenate(model.Z_, 0).T, True)]
     else:
         embeddings = baseline_embeddings(method, views, masks, k, seed, **(params or {}).get(method, {}))
-    # k-means run j (10 restarts) uses seed + 1000 j, for every method; run 0 is the single-run protocol's
     per_embedding = []
     for F, spectral in embeddings:
-        runs = [clustering_scores(y, model.labels_ if model is not None and j == 0 else
-                                  (spectral_labels(F, k, seed + 1000 * j) if spectral else
-                                   _kmeans(F, k, seed + 1000 * j)))
-                for j in range(kmeans_runs)]
+        runs = _repeated_scores(y, F, k, seed, kmeans_runs, spectral,
+                                first=model.labels_ if model is not None else None)
         per_embedding.append({**{m: float(np.mean([r[m] for r in runs])) for m in runs[0]},
                               **({"kmeans_ACC": [r["ACC"] for r in runs]} if kmeans_runs > 1 else {})})
     scores = max(per_embedding, key=lambda s: s["ACC"])  # "Best single view": the best view by (mean) ACC
     return (scores, model) if return_model else scores
+
+
+def _repeated_scores(y, F: np.ndarray, k: int, seed: int, runs: int, spectral: bool, first=None) -> list[dict]:
+    """``clustering_scores`` of ``runs`` k-means runs (10 restarts each) on the embedding ``F``, through
+    ``spectral_labels`` when ``spectral``; run j uses seed ``seed + 1000 j`` for every method, so run 0 is the
+    single-run protocol's. ``first``: labels already computed for run 0 (a fitted GUITAR's own)."""
+    cluster = spectral_labels if spectral else _kmeans
+    return [clustering_scores(y, first if first is not None and j == 0 else cluster(F, k, seed + 1000 * j))
+            for j in range(runs)]
 
 
 def tune(n: int = DEFAULTS["n"], max_iter: int = DEFAULTS["max_iter"], eta: float = DEFAULTS["eta"],
@@ -261,8 +267,6 @@ def sensitivity(params: dict, seeds: Sequence[int] = (0, 1, 2), grids: dict | No
 def kmeans_repeats(model: GUITAR, y: np.ndarray, runs: int, seed: int) -> list[float]:
     """ACC of ``runs`` k-means runs (each with 10 restarts) on ``model``'s spectral embedding; run ``j`` uses
     k-means seed ``seed + 1000 j``, so run 0 is the model's own labels. The official demo's repeated runs."""
-    from .solver import spectral_labels
-
     if not isinstance(model, GUITAR) or not hasattr(model, "Z_"):
         raise TypeError("model must be a fitted GUITAR")
     if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
@@ -270,15 +274,14 @@ def kmeans_repeats(model: GUITAR, y: np.ndarray, runs: int, seed: int) -> list[f
     F = np.concatenate(model.Z_, 0).T
     if len(y) != len(F):
         raise ValueError(f"y must have one label per sample ({len(F)}), got {len(y)}")
-    return [clustering_scores(y, spectral_labels(F, model.n_clusters, seed + 1000 * j))["ACC"]
-            for j in range(runs)]
+    return [r["ACC"] for r in _repeated_scores(y, F, model.n_clusters, seed, runs, spectral=True)]
 
 
 def surrogate_runs(params: dict, seeds: Sequence[int] = SURROGATES["seeds"],
                    methods: Sequence[str] = SURROGATES["methods"], runs: int = SURROGATES["kmeans_runs"],
                    rate: float = SURROGATES["rate"], perturb: float = 0.0, **kw) -> list[dict]:
-    """One record ``{method, seed, perturb, kmeans_ACC, ACC}`` per (seed, method): one fit, then
-    ``kmeans_repeats``; ``ACC`` is the mean of ``kmeans_ACC``. Every method of a seed sees the same digits,
+    """One record ``{method, seed, perturb, kmeans_ACC, ACC}`` per (seed, method): one fit scored by ``runs``
+    k-means runs (``run_method``'s ``kmeans_runs``); ``ACC`` is the mean of ``kmeans_ACC``. Every method of a seed sees the same digits,
     mask and k-means seeds (a paired comparison). Under ``NEURIPS25_SMOKE=1`` one seed (``runtime.cap``)."""
     from ..runtime import cap
 
@@ -289,10 +292,9 @@ def surrogate_runs(params: dict, seeds: Sequence[int] = SURROGATES["seeds"],
         raise ValueError(f"methods: {bad} are not GUITAR variants; expected names from {tuple(ABLATIONS)}")
     rows = []
     for seed in list(seeds)[: cap(len(seeds), 1)]:
-        _, y = _views(kw.get("data", DEFAULTS["data"]), kw.get("n", DEFAULTS["n"]), seed)
         for method in methods:
-            _, model = run_method(method, rate, seed, params=params, return_model=True, perturb=perturb, **kw)
-            accs = kmeans_repeats(model, y, runs, seed)
+            s = run_method(method, rate, seed, params=params, perturb=perturb, kmeans_runs=runs, **kw)
+            accs = s.get("kmeans_ACC", [s["ACC"]])  # run_method lists the runs only when there are several
             rows.append({"method": method, "seed": seed, "perturb": perturb, "kmeans_ACC": accs,
                          "ACC": float(np.mean(accs))})
     return rows
