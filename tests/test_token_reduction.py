@@ -205,6 +205,38 @@ def test_paper_ablations_runs_and_validates(model, images):
         paper_ablations(model, images, y[:2], layers=(1, 2))
 
 
+def test_paper_protocols_runs_and_validates(model, images, monkeypatch):
+    """The paper's Fig. 5a/6 protocols: every reducer fine-tuned (a bounded smoke run here) and
+    training-free, one 50% reduction per layer, Fourier amplitude per block; inputs are checked."""
+    from neurips25.token_reduction import PAPER_PROTOCOLS, paper_protocols
+
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")        # fine-tuning: 4 batches
+    y = torch.arange(len(images)) % 10
+    out = paper_protocols(model, images, y, ft_epochs=1, single_layers=(1,), methods=("ours", "ToMe"),
+                          ablation_layers=(1, 2), n_amp=3)
+    assert set(out["single"]) == {"1"} and set(out["single"]["1"]) == {"ours", "ToMe"}
+    r = out["single"]["1"]["ToMe"]
+    assert len(r["amp"]) == len(r["amp_free"]) == model.depth and 0 <= r["acc"] <= 1
+    # training-free numbers are the unreduced-weights ones: the same for any fine-tuning length
+    assert r["amp_free"] == hf_amplitude_per_layer(model, images[:3], ReductionPlan("tome", 0.5, (1,))).tolist()
+    assert set(out["ablation"]) == {"LF only", "HF only", "ours"}
+    assert all(0 <= v["ft"] <= 1 and 0 <= v["free"] <= 1 for v in out["ablation"].values())
+    assert set(PAPER_PROTOCOLS["full"]) == set(PAPER_PROTOCOLS["small"])
+    with pytest.raises(ValueError, match="ft_epochs"):
+        paper_protocols(model, images, y, ft_epochs=0)
+    with pytest.raises(ValueError, match="n_amp"):
+        paper_protocols(model, images, y, n_amp=0)
+    with pytest.raises(ValueError, match="equally long"):
+        paper_protocols(model, images, y[:2])
+
+
+def test_paper_protocols_cli_needs_vit64():
+    from neurips25.token_reduction import main
+
+    with pytest.raises(SystemExit):
+        main(["--paper-protocols"])
+
+
 def test_reduction_step_measures_one_reduction(model, images):
     # keeping every token (ToMe at keep 1) removes nothing and averages nothing
     r = reduction_step(model, images, ReductionPlan("tome", 1.0, (1,)), 1)

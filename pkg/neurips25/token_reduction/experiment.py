@@ -146,11 +146,16 @@ def main(argv=None) -> None:
     ap.add_argument("--model", choices=("tiny", "vit64"), default="tiny",
                     help="tiny: the 17-token ViT (token_reduction.json); vit64: train and ship the "
                          "64-token ViT (token_reduction_vit64.json with its weights, VIT64_SWEEP[scale])")
+    ap.add_argument("--paper-protocols", action="store_true",
+                    help="with --model vit64: the paper's Fig. 5a/6 protocols on the shipped weights "
+                         "(token_reduction_paper.json, PAPER_PROTOCOLS[scale])")
     args = ap.parse_args(argv)
+    if args.paper_protocols and args.model != "vit64":
+        ap.error("--paper-protocols needs --model vit64")
     if args.model == "vit64":
-        from .vit64 import main_vit64
+        from .vit64 import main_paper_protocols, main_vit64
 
-        print(main_vit64(args.scale, args.seeds, args.out))
+        print((main_paper_protocols if args.paper_protocols else main_vit64)(args.scale, args.seeds, args.out))
         return
     cfg = dict(SWEEP[args.scale])
     seeds = cfg.pop("seeds") if args.seeds is None else args.seeds

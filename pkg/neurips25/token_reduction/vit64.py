@@ -33,8 +33,8 @@ from .diagnostics import (
 from .experiment import MAIN_VARIANTS, plan_for, reduced_energies, training_free
 from .training import fine_tune, train_tiny_vit
 
-__all__ = ["VIT64", "VIT64_SWEEP", "encode_state", "decode_state", "train_vit64", "load_vit64", "run_vit64",
-           "main_vit64", "paper_ablations"]
+__all__ = ["VIT64", "VIT64_SWEEP", "PAPER_PROTOCOLS", "encode_state", "decode_state", "train_vit64", "load_vit64",
+           "run_vit64", "main_vit64", "paper_ablations", "paper_protocols", "main_paper_protocols"]
 
 #: The architecture: 8x8 digits, 1x1-pixel patches (64 tokens + CLS), 8 blocks, width 64, 4 heads.
 VIT64 = dict(patch_size=1, dim=64, depth=8, heads=4, mlp_ratio=2.0)
@@ -47,6 +47,18 @@ VIT64_SWEEP = {
                   keep_ratios=(0.5, 0.6, 0.7, 0.85), ft_keeps=(0.5, 0.7)),
     "full": dict(seeds=[0, 1, 2, 3, 4], epochs=60, ft_epochs=10, layers=(2, 4, 6),
                  keep_ratios=(0.5, 0.6, 0.7, 0.85), ft_keeps=(0.5, 0.7, 0.85)),
+}
+
+#: The paper's own protocols for its two analyses (its full text, Secs. 6.2-6.3), on the shipped 64-token
+#: ViTs: Fig. 6 -- every model fine-tuned, *one* reduction of 50% of the tokens (w = 1) at the 4th or 7th
+#: of 12 layers (here blocks 2 and 4 of 8, the chapter's mapping), the Fourier HF amplitude after it;
+#: Fig. 5a -- "LF only" vs "HF only" at the main budget, "during fine-tuning". The paper fine-tunes 30
+#: epochs; ``small`` uses the chapter's 2, ``full`` 10. Stored in ``token_reduction_paper.json``.
+PAPER_PROTOCOLS = {
+    "small": dict(seeds=[0, 1, 2], ft_epochs=2, single_layers=(2, 4), single_keep=0.5,
+                  methods=("ours", "EViT", "ToMe"), ablation_layers=(2, 4, 6), ablation_keep=0.7, n_amp=300),
+    "full": dict(seeds=[0, 1, 2, 3, 4], ft_epochs=10, single_layers=(2, 4), single_keep=0.5,
+                 methods=("ours", "EViT", "ToMe"), ablation_layers=(2, 4, 6), ablation_keep=0.7, n_amp=300),
 }
 
 
@@ -177,6 +189,74 @@ def paper_ablations(model: TinyViT, X: torch.Tensor, y: torch.Tensor, layers=(2,
     out["macs_ratio"] = {"ours": measure_macs(model, plan_for("ours", keep_ratio, layers)) / full,
                          "ToMe (every block)": measure_macs(model, every) / full}
     return out
+
+
+def paper_protocols(model: TinyViT, X: torch.Tensor, y: torch.Tensor, seed: int = 0, ft_epochs: int = 2,
+                    single_layers=(2, 4), single_keep: float = 0.5, methods=("ours", "EViT", "ToMe"),
+                    ablation_layers=(2, 4, 6), ablation_keep: float = 0.7, n_amp: int = 300) -> dict:
+    """The paper's two analyses with its own protocols (Secs. 6.2-6.3), each reducer fine-tuned for
+    ``ft_epochs`` with self-distillation (:func:`fine_tune`, seed ``seed``) and also measured training-free:
+
+    * ``single[str(layer)][name]``: one reduction keeping ``single_keep`` of the tokens at ``layer``
+      (Fig. 6a/b; ``w = 1``): test accuracy (``acc``, ``acc_free``) and the Fourier HF amplitude per
+      block on the first ``n_amp`` images (:func:`hf_amplitude_per_layer`; ``amp``, ``amp_free``);
+    * ``ablation[name]``: "LF only", "HF only" and ours at ``ablation_keep`` on ``ablation_layers``
+      (Fig. 5a), accuracy after fine-tuning (``ft``) and training-free (``free``)."""
+    if len(X) != len(y) or len(X) == 0:
+        raise ValueError(f"X and y must be non-empty and equally long, got {len(X)} and {len(y)}")
+    if not isinstance(ft_epochs, int) or isinstance(ft_epochs, bool) or ft_epochs < 1:
+        raise ValueError(f"ft_epochs must be a positive int, got {ft_epochs!r}")
+    if not isinstance(n_amp, int) or isinstance(n_amp, bool) or n_amp < 1:
+        raise ValueError(f"n_amp must be a positive int, got {n_amp!r}")
+    Xa = X[:n_amp]
+    out = {"single": {}, "ablation": {}}
+    for layer in single_layers:
+        for name in methods:
+            plan = plan_for(name, single_keep, (layer,))
+            tuned = fine_tune(model, plan, ft_epochs, seed)
+            out["single"].setdefault(str(layer), {})[name] = {
+                "acc": evaluate(tuned, X, y, plan), "acc_free": evaluate(model, X, y, plan),
+                "amp": hf_amplitude_per_layer(tuned, Xa, plan).tolist(),
+                "amp_free": hf_amplitude_per_layer(model, Xa, plan).tolist()}
+    for name in ("LF only", "HF only", "ours"):
+        plan = plan_for(name, ablation_keep, ablation_layers)
+        out["ablation"][name] = {"ft": evaluate(fine_tune(model, plan, ft_epochs, seed), X, y, plan),
+                                 "free": evaluate(model, X, y, plan)}
+    return out
+
+
+def main_paper_protocols(scale: str = "small", seeds=None, out: Path | None = None) -> Path:
+    """:func:`paper_protocols` on the shipped 64-token ViT of each seed of ``PAPER_PROTOCOLS[scale]``
+    (weights from ``token_reduction_vit64[.full].json``; where that file is missing, e.g. before a GPU
+    run of ``--model vit64 --scale full``, the model is trained here with ``VIT64_SWEEP[scale]``), stored
+    in ``token_reduction_paper.json`` (``.full.json`` for ``full``; ``out`` when given)."""
+    from ..results import load_results, save_results
+    from .training import digits_loaders
+
+    cfg = dict(PAPER_PROTOCOLS[scale])
+    default_seeds = cfg.pop("seeds")
+    all_seeds = default_seeds if seeds is None else list(seeds)
+    try:
+        stored = load_results("token_reduction_vit64", scale=scale)
+    except FileNotFoundError:
+        stored = None
+    n = cap(10**9, 64)                       # NEURIPS25_SMOKE=1: 64 test images, capped loops
+    cfg["ft_epochs"] = cap(cfg["ft_epochs"], 1)
+    cfg["single_layers"], cfg["methods"] = cfg["single_layers"][:cap(2, 1)], cfg["methods"][:cap(3)]
+    runs = []
+    for s in all_seeds[:cap(len(all_seeds), 1)]:   # NEURIPS25_SMOKE=1: one seed
+        X, y = digits_loaders(s)[1]["test"]
+        with single_thread():
+            model = load_vit64(s, stored) if stored else train_vit64(s, VIT64_SWEEP[scale]["epochs"])[0]
+            r = {"seed": s, **paper_protocols(model, X[:n], y[:n], s, **cfg)}
+        runs.append(r)
+        print(f"seed {s}:", {L: {k: round(v["acc"], 3) for k, v in d.items()} for L, d in r["single"].items()},
+              {k: round(v["ft"], 3) for k, v in r["ablation"].items()}, flush=True)
+    cmd = "python -m neurips25.token_reduction --model vit64 --paper-protocols " + (
+        "--scale full " if scale == "full" else "")
+    return save_results("token_reduction_paper", {"runs": runs, "settings": {k: list(v) if isinstance(v, tuple)
+                                                                               else v for k, v in cfg.items()}},
+                        cmd + "--seeds " + " ".join(map(str, all_seeds)), seed=all_seeds[0], path=out, scale=scale)
 
 
 def main_vit64(scale: str = "small", seeds=None, out: Path | None = None) -> Path:
