@@ -439,3 +439,56 @@ def test_probe_premises_are_never_the_two_statements_before_the_step(world):
     assert probe.adjacent_share(world, born) == 0.0
     with pytest.raises(ValueError, match="born"):
         probe.adjacent_share(world, {})
+
+
+# ------------------------------------------------------------------------------ the premise-distance probe
+def test_distance_example_points_at_the_premise_at_its_distance(world):
+    """Both formats see the same statements; the graph's premise list names the asked-for branch's city and
+    country statements, and ``distance`` counts how many statements back the city statement stands."""
+    from neurips25.grid_reasoning import probe
+
+    p = world.test_people[0]
+    for n in (0, 3, 8):
+        for kind in probe.KINDS:
+            qg, ag, dg = probe.distance_example(world, kind, p, n, "graph", seed=5)
+            qc, ac, dc = probe.distance_example(world, kind, p, n, "cot", seed=5)
+            assert dg == dc and ag.split()[-1] == ac.split()[-1]
+            stmts = qg.split("<graph> ")[1].split(" [K")
+            assert len(stmts) == 4 + n and 3 <= dg <= 4 + n
+            i, j = ag.split("( ")[1].split(" )")[0].split()
+            city, country = qg.split(f"[{i}] ")[1].split(" [K")[0].split(), qg.split(f"[{j}] ")[1].split(" [K")[0].split()
+            assert city[-2] == probe._BRANCH[kind][0] and country[:2] == [city[-1], "in"]
+            assert int(i[1:]) == len(stmts) - dg and ag.split()[-1] == country[-1]
+            assert world.country_of[country[0]] == country[-1]  # the world's country, a counterfactual city
+            assert qc.count(" , ") + 1 == 4 + n and ac.startswith(f"so {p} {probe._BRANCH[kind][1]} ")
+    far = [probe.distance_example(world, "country", p, n, "cot", seed=s)[2] for s in range(20) for n in (0, 8)]
+    assert max(far) >= 10 and min(far) <= 3  # the distance varies with the number of distractors and the draw
+
+
+def test_distance_probe_validation_and_smoke(tmp_path, monkeypatch):
+    import json
+
+    from neurips25.grid_reasoning import probe
+
+    world = gr.make_world(20, seed=0)
+    with pytest.raises(ValueError, match="n_distract"):
+        probe.distance_example(world, "country", world.people[0], -1, "cot")
+    with pytest.raises(ValueError, match="fmt"):
+        probe.distance_example(world, "country", world.people[0], 1, "direct")
+    with pytest.raises(ValueError, match="kind"):
+        probe.distance_example(world, "language", world.people[0], 1, "cot")
+    for bad in (dict(max_distract=13), dict(draws=0), dict(steps=True)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            probe.premise_distance_probe(**bad)
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")
+    out = tmp_path / "distance.json"
+    monkeypatch.setitem(probe.DISTANCE, "small", dict(seeds=[3, 4], config=dict(
+        n_people=20, steps=2, n_layer=1, n_embd=16, max_distract=2, draws=1)))
+    gr.main(["--experiment", "distance", "--out", str(out)])
+    payload = json.loads(out.read_text())
+    assert payload["slug"] == "grid_reasoning_distance" and [r["seed"] for r in payload["data"]["runs"]] == [3]
+    run = payload["data"]["runs"][0]
+    for fmt in ("cot", "graph"):
+        by = run[fmt]["by_distance"]
+        assert sum(n for _, n in by.values()) == 6 * 2 * 3 and 0.0 <= run[fmt]["accuracy"] <= 1.0
+

@@ -25,7 +25,9 @@ knowledge:
   for one seed; ``python -m neurips25.grid_reasoning`` runs it over seeds and stores the results.
 * ``probe`` — the recall-order probe of the graph-vs-CoT claim: a constructed world where a step's
   premise is not the statement just before it (``recall_order_probe``, settings ``PROBE``; stored by
-  ``python -m neurips25.grid_reasoning --experiment probe``).
+  ``python -m neurips25.grid_reasoning --experiment probe``), and the premise-distance probe: the step's
+  premise stands 1 to 10 statements back among distractor statements (``distance_example``,
+  ``premise_distance_probe``, settings ``DISTANCE``; ``--experiment distance``).
 """
 from __future__ import annotations
 
@@ -66,7 +68,7 @@ from .model import (
     sequence_confidence,
     train_model,
 )
-from .probe import PROBE, recall_order_probe
+from .probe import DISTANCE, PROBE, distance_example, premise_distance_probe, recall_order_probe
 from .verify import (
     LearnedVerifier,
     OracleVerifier,
@@ -91,4 +93,4 @@ __all__ = ["COUNTRIES", "RULES", "RELATIONS", "QUESTIONS", "FORMATS", "CORRUPTIO
            "Verified", "accuracy", "acc_at_passed", "cot_facts", "fact_filter", "selective_accuracy",
            "sequence_confidence", "knowledge_corpus", "SWEEP", "base_model", "train_model", "proposer_data",
            "answer_questions", "self_consistency", "run_experiment", "draw_graph", "main", "PROBE",
-           "recall_order_probe"]
+           "recall_order_probe", "DISTANCE", "distance_example", "premise_distance_probe"]

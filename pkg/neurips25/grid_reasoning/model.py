@@ -406,7 +406,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ``notebooks/results/grid_reasoning.json`` (``--scale full``: ``grid_reasoning.full.json``).
     ``--experiment probe``: the recall-order probe (``probe.recall_order_probe``, settings
     ``probe.PROBE[scale]``) in ``notebooks/results/grid_reasoning_probe.json`` (alias: ``python -m
-    neurips25.grid_reasoning_probe``). The models train where ``runtime.device()`` points (CUDA when
+    neurips25.grid_reasoning_probe``); ``--experiment distance``: the premise-distance probe
+    (``probe.premise_distance_probe``, settings ``probe.DISTANCE[scale]``) in
+    ``notebooks/results/grid_reasoning_distance.json``. The models train where ``runtime.device()`` points (CUDA when
     present)."""
     import argparse
     import os
@@ -419,8 +421,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     add_scale_arguments(ap)
     ap.add_argument("--seeds", type=int, nargs="+", default=None, help="override the scale's seeds")
     ap.add_argument("--steps", type=int, default=None, help="override the proposers' training steps")
-    ap.add_argument("--experiment", choices=("study", "probe"), default="study",
-                    help="study: the chapter's sweep (SWEEP); probe: the recall-order probe (probe.PROBE)")
+    ap.add_argument("--experiment", choices=("study", "probe", "distance"), default="study",
+                    help="study: the chapter's sweep (SWEEP); probe: the recall-order probe (probe.PROBE); "
+                    "distance: the premise-distance probe (probe.DISTANCE)")
     args = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     cmd = "python -m neurips25.grid_reasoning " + " ".join(sys.argv[1:] if argv is None else argv)
@@ -428,6 +431,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         from .probe import PROBE, recall_order_probe  # probe imports this module: not at the top
 
         table, experiment, slug = PROBE, recall_order_probe, "grid_reasoning_probe"
+    elif args.experiment == "distance":
+        from .probe import DISTANCE, premise_distance_probe
+
+        table, experiment, slug = DISTANCE, premise_distance_probe, "grid_reasoning_distance"
     else:
         table, experiment, slug = SWEEP, run_experiment, "grid_reasoning"
     sweep = table[args.scale]

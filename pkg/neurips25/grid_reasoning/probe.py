@@ -12,12 +12,17 @@ trace to trace. A linear CoT must locate it by content; the graph names it (``K1
 to copy the object of a named node. One proposer is trained on clean traces (both formats, both recall
 orders) and evaluated on held-out people: for each format, how often the step's conclusion follows from
 the facts the model itself wrote, and for the graph how often it cites the right premises.
+
+The second probe, ``premise_distance_probe``, asks how far back the premise may stand: the two branches
+are given in the prompt among 0 to ``max_distract`` distractor statements of the same shapes
+(``distance_example``), the model writes the step alone, and accuracy is counted per premise distance.
 """
 from __future__ import annotations
 
 import random
 import re
 
+from ..runtime import cap
 from .graph import World, make_world
 from .model import train_model
 
@@ -166,4 +171,112 @@ def recall_order_probe(*, n_people: int = 120, steps: int = 1200, n_layer: int =
 PROBE = {
     "small": dict(seeds=[0, 1, 2], config=dict(n_people=120, steps=1200, n_layer=2, n_embd=64)),
     "full": dict(seeds=[0, 1, 2, 3, 4], config=dict(n_people=256, steps=4800, n_layer=4, n_embd=128)),
+}
+
+
+# ---------------------------------------------------------------------------------------------------
+# The premise-distance probe: how far back the step's premise stands, with distractor statements.
+
+def distance_example(world: World, kind: str, person: str, n_distract: int, fmt: str, *,
+                     seed: int = 0) -> tuple[str, str, int]:
+    """``(prompt, completion, distance)`` of one in-context step: the prompt states both branches of
+    ``probe_trace`` (``person`` lives in one city and was born in another, each city in its country, the
+    recall order drawn) with ``n_distract`` distractor statements (other people's cities, other cities'
+    countries), each inserted at the end or, with probability 1/2, at a random place. The person's two
+    cities (and the distractor people's) are drawn afresh per example — counterfactual, so the step must
+    find the asked-for city in the statements written, not in memory; the cities' countries are the
+    world's. The completion is the reasoning step alone (graph: ``[R0] ( Ki Kj ) P in K [A] K``; CoT:
+    ``so P in K [A] K``). ``distance`` counts how many statements back the step's farther premise (the
+    asked-for city statement) stands (1: the statement just before the step). The draw depends on
+    ``(person, kind, n_distract, seed)`` only, so both formats see the same statements."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if fmt not in ("cot", "graph"):
+        raise ValueError(f"fmt must be 'cot' or 'graph', got {fmt!r}")
+    if person not in world.city_of:
+        raise ValueError(f"person must be one of the world's people, got {person!r}")
+    if not isinstance(n_distract, int) or isinstance(n_distract, bool) or n_distract < 0:
+        raise ValueError(f"n_distract must be a non-negative int, got {n_distract!r}")
+    rng = random.Random(f"{person}|{kind}|{n_distract}|{seed}")
+    cities = sorted(world.country_of)
+    c = rng.choice(cities)
+    b = rng.choice([x for x in cities if world.country_of[x] != world.country_of[c]])
+    rest = rng.sample([x for x in cities if x not in (c, b)], n_distract)
+    k, kb = world.country_of[c], world.country_of[b]
+    live, birth = [[*person.split(), "lives_in", c], [c, "in", k]], [[*person.split(), "born_in", b], [b, "in", kb]]
+    first, second = (birth, live) if rng.random() < 0.5 else (live, birth)
+    core = [first[0], second[0], first[1], second[1]]
+    others = [p for p in sorted(world.city_of) if p != person]
+    seq = [("core", f) for f in core]
+    for x in rest:  # a distractor about another city: someone's home or birthplace, or its country
+        d = ([*rng.choice(others).split(), rng.choice(["lives_in", "born_in"]), x] if rng.random() < 0.5
+             else [x, "in", world.country_of[x]])
+        seq.insert(len(seq) if rng.random() < 0.5 else rng.randint(0, len(seq)), ("x", d))  # half at the end
+    stmts = [f for _, f in seq]
+    ci = next(j for j, f in enumerate(stmts) if f[:-1] == [*person.split(), _BRANCH[kind][0]])
+    ki = next(j for j, (t, f) in enumerate(seq) if t == "core" and f[:2] == [stmts[ci][-1], "in"])
+    step = [*person.split(), _BRANCH[kind][1], stmts[ki][-1]]
+    if fmt == "graph":
+        ctx = " ".join(f"[K{j}] {' '.join(s)}" for j, s in enumerate(stmts))
+        out = f"[R0] ( K{ci} K{ki} ) {' '.join(step)} [A] {step[-1]}"
+    else:
+        ctx = " , ".join(" ".join(s) for s in stmts) + " ,"
+        out = f"so {' '.join(step)} [A] {step[-1]}"
+    return f"Q {kind} {person} <{fmt}> {ctx}", out, len(stmts) - ci
+
+
+def premise_distance_probe(*, n_people: int = 120, steps: int = 1200, n_layer: int = 2, n_embd: int = 64,
+                           max_distract: int = 8, draws: int = 4, seed: int = 0, device=None) -> dict:
+    """Train one tiny proposer from scratch (knowledge corpus + ``distance_example`` pairs of the training
+    people: both formats, both kinds, ``draws`` draws per number of distractors ``0..max_distract``), then
+    decode the step greedily for the held-out people (one fresh draw per question and number of
+    distractors) and score it: ``{"cot": ..., "graph":
+    ...}``, each with ``accuracy`` and ``by_distance`` (``{distance: [n_correct, n]}``), plus the settings.
+    ``steps`` goes through ``runtime.cap``; ``device`` (default CPU) is where it trains and decodes."""
+    from neurips25.lm import build_tokenizer, generate, tiny_model
+
+    from .model import _MARKUP, CONTROL
+
+    for name, v in dict(n_people=n_people, steps=steps, n_layer=n_layer, n_embd=n_embd, draws=draws).items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if not isinstance(max_distract, int) or isinstance(max_distract, bool) or not 0 <= max_distract <= 12:
+        raise ValueError(f"max_distract must be an int in [0, 12], got {max_distract!r}")
+    world = make_world(n_people, seed=seed)
+    born = birth_cities(world, seed=seed)
+    extra = [f"{p} born_in {c} ." for p, c in born.items()]
+    names = [f"{k}{i}" for k in "KR" for i in range(max_distract + 4)]
+    tok = build_tokenizer("word", world.facts() + extra + [" ".join(_MARKUP + [*KINDS, "from", "born_in"] + names)]
+                          + [" ".join(f"[{n}]" for n in names)], special_tokens=CONTROL)
+    ex = lambda people, fmt, base: [distance_example(world, k, p, d, fmt, seed=base + r) for p in people
+                                    for k in KINDS for d in range(max_distract + 1) for r in range(draws)]
+    data = [(q, a) for fmt in ("cot", "graph") for q, a, _ in ex(world.train_people, fmt, 0)]
+    data += [("", f) for f in extra] * 4
+    n_pos = 8 + 5 * (max_distract + 4) + 12
+    model = tiny_model(tok, n_layer=n_layer, n_embd=n_embd, n_head=4, n_positions=n_pos, seed=seed)
+    model, tok = train_model(world, data, steps=steps, n_layer=n_layer, n_embd=n_embd, seed=seed, tokenizer=tok,
+                             model=model, device=device)
+    out = {"n_people": n_people, "steps": steps, "n_layer": n_layer, "n_embd": n_embd, "max_distract": max_distract,
+           "draws": draws, "seed": seed}
+    for fmt in ("cot", "graph"):
+        test = ex(world.test_people, fmt, 1000)[::draws]  # one draw per question and number of distractors
+        test = test[:cap(len(test), 64)]                   # NEURIPS25_SMOKE=1: 64 held-out steps
+        texts = generate(model, tok, [q for q, _, _ in test], max_new_tokens=16).texts
+        by = {}
+        for (_, gold, dist), text in zip(test, texts):
+            ok = text.split()[-1:] == gold.split()[-1:]
+            n = by.setdefault(dist, [0, 0])
+            n[0], n[1] = n[0] + ok, n[1] + 1
+        out[fmt] = {"accuracy": sum(v[0] for v in by.values()) / len(test),
+                    "by_distance": {str(d): by[d] for d in sorted(by)}}
+    return out
+
+
+# The premise-distance probe's stored settings per scale (`python -m neurips25.grid_reasoning --experiment
+# distance` writes notebooks/results/grid_reasoning_distance.json).
+DISTANCE = {
+    "small": dict(seeds=[0, 1, 2], config=dict(n_people=120, steps=1200, n_layer=2, n_embd=64, max_distract=8,
+                                               draws=4)),
+    "full": dict(seeds=[0, 1, 2, 3, 4], config=dict(n_people=256, steps=4800, n_layer=4, n_embd=128,
+                                                    max_distract=12, draws=4)),
 }
