@@ -332,6 +332,14 @@ def test_sweep_small_is_the_stored_sweep():
         assert [float(a) for a in by_alpha] == cfg["test_alphas"]
         assert all(sorted(map(int, by_seed)) == cfg["test_seeds"] for by_seed in by_alpha.values())
         assert all(len(r["acc"]) == cfg["run"]["rounds"] for by_seed in by_alpha.values() for r in by_seed.values())
+    dr, cfg = data["draw"], small["draw"]   # per-round capacity draws, LEFF re-tuned
+    assert dr["run"] == {**small["run"], **cfg["run"]} and set(dr["selected"]) == set(dr["runs"]) == {"LEFF"}
+    assert sorted(map(float, dr["validation"]["LEFF"])) == sorted(cfg["lrs"]) == sorted(grid["lrs"])
+    assert all(sorted(map(int, by_seed)) == grid["seeds"] for by_seed in dr["validation"]["LEFF"].values())
+    assert [float(a) for a in dr["runs"]["LEFF"]] == cfg["test_alphas"] == small["alphas"]
+    for by_seed in dr["runs"]["LEFF"].values():
+        assert sorted(map(int, by_seed)) == cfg["test_seeds"] == small["seeds"]
+        assert all(len(r["round_capacities"]) == small["run"]["rounds"] for r in by_seed.values())
 
 
 def test_capacity_study_runs_uniform_profiles_and_validates():
@@ -374,6 +382,27 @@ def test_capacity_schedules_move_the_same_levels_and_local_epochs_set_the_steps(
         Server(model, clients, [1, 2, 3], Method("fedavg"), capacity_schedule="random")
 
 
+def test_drawn_capacities_are_fresh_each_round_and_leave_the_other_methods_alone():
+    model, clients, X, _ = _setup(3)
+    srv = Server(model, clients, [1, 2, 3], Method("leff", r=1.0), X, local_steps=1, capacity_schedule="draw")
+    seen = []
+    for t in range(12):
+        plans = [p for _, _, p in srv.configure_round(t)]
+        assert set(srv.capacities) <= {1, 2, 3} and [len(p.block) for p in plans] == list(srv.capacities)
+        seen.append(srv.capacities)
+    assert len({c for caps in seen for c in caps}) == 3 and any(len(set(c)) < 3 for c in seen)  # not a permutation
+    again = Server(model, clients, [1, 2, 3], Method("leff", r=1.0), X, local_steps=1, capacity_schedule="draw")
+    for t, caps in enumerate(seen):                                      # seeded: the same draws again
+        again.configure_round(t)
+        assert again.capacities == caps
+    # FedAvg's plans (hence its runs) do not depend on the capacities or their schedule
+    plans = {}
+    for sched in ("fixed", "draw"):
+        srv = Server(model, clients, [1, 2, 3], Method("fedavg"), local_steps=2, capacity_schedule=sched)
+        plans[sched] = [p for t in range(3) for _, _, p in srv.configure_round(t)]
+    assert plans["fixed"] == plans["draw"]
+
+
 def test_capacity_study_schedules_record_the_round_capacities():
     from neurips25.leff import capacity_study
 
@@ -395,6 +424,17 @@ def test_epoch_study_reruns_every_method_under_the_paper_protocol():
     assert out["run"] == {"rounds": 1, "local_epochs": 1, "pretrain_epochs": 1}
     assert out["selected"] == {"FedAvg": 3e-3}                           # the sweep's rate, re-run anyway
     assert len(out["runs"]["FedAvg"]["1.0"]["0"]["acc"]) == 1
+
+
+def test_draw_study_retunes_leff_under_per_round_capacity_draws():
+    from neurips25.leff import draw_study, protocol_study
+
+    out = draw_study(lrs=[3e-3], seeds=[0], test_seeds=[0], test_alphas=[1.0],
+                     base=dict(rounds=1, pretrain_epochs=1, local_steps=1))
+    assert out["run"] == {"rounds": 1, "pretrain_epochs": 1, "local_steps": 1, "capacity_schedule": "draw"}
+    assert set(out["runs"]) == {"LEFF"} and len(out["runs"]["LEFF"]["1.0"]["0"]["round_capacities"]) == 1
+    with pytest.raises(TypeError, match="run"):
+        protocol_study(["LEFF"], run="draw")
 
 
 def test_label_skew_units():

@@ -52,7 +52,11 @@ METHODS = {
 #: one client ("rotate") or randomly permuted ("shuffle"): the same compute, but who trains the deep
 #: layers changes. ``epochs`` is the paper's local work, one local epoch per round for 20 rounds
 #: (Sec. 5.1), instead of K local steps: FedAvg and LEFF re-tuned on the validation split with the
-#: same grid (:func:`tune_lr`, ``rerun_all``) and re-run on the test split.
+#: same grid (:func:`tune_lr`, ``rerun_all``) and re-run on the test split. ``draw``: the paper's
+#: clients report their capacity at the start of every round (Sec. 3.1) but it never says how the
+#: capacities of its experiments were set, so this study lets every client draw ``L_{i,t}``
+#: uniformly from the levels every round (``capacity_schedule="draw"``); only LEFF depends on it,
+#: so only LEFF is re-tuned (same grid, same validation budget) and re-run.
 SWEEP = {
     "small": dict(seeds=[0, 1, 2], alphas=[0.1, 1.0], run=dict(rounds=15),
                   tune=dict(lrs=[1e-3, 3e-3, 1e-2], alpha=0.1, seeds=[0]),
@@ -60,7 +64,9 @@ SWEEP = {
                   dynamic=dict(profiles=[[1, 2, 3]], alpha=0.1, seeds=[0, 1, 2],
                                schedules=["rotate", "shuffle"]),
                   epochs=dict(methods=["FedAvg", "LEFF"], lrs=[1e-3, 3e-3, 1e-2], alpha=0.1, seeds=[0],
-                              test_seeds=[0, 1, 2], test_alphas=[0.1], run=dict(rounds=20, local_epochs=1))),
+                              test_seeds=[0, 1, 2], test_alphas=[0.1], run=dict(rounds=20, local_epochs=1)),
+                  draw=dict(methods=["LEFF"], lrs=[1e-3, 3e-3, 1e-2], alpha=0.1, seeds=[0], test_seeds=[0, 1, 2],
+                            test_alphas=[0.1, 1.0], run=dict(capacity_schedule="draw"))),
     "full": dict(seeds=[0, 1, 2, 3, 4], alphas=[0.1, 1.0, 0.05],
                  run=dict(rounds=40, local_steps=20, pretrain_epochs=30),
                  tune=dict(lrs=[3e-4, 1e-3, 3e-3, 1e-2], alpha=0.05, seeds=[0, 1, 2]),
@@ -69,7 +75,10 @@ SWEEP = {
                               schedules=["rotate", "shuffle"]),
                  epochs=dict(methods=["FedAvg", "LEFF"], lrs=[3e-4, 1e-3, 3e-3, 1e-2], alpha=0.1,
                              seeds=[0, 1, 2], test_seeds=[0, 1, 2, 3, 4], test_alphas=[0.1],
-                             run=dict(rounds=20, local_epochs=1))),
+                             run=dict(rounds=20, local_epochs=1)),
+                 draw=dict(methods=["LEFF"], lrs=[3e-4, 1e-3, 3e-3, 1e-2], alpha=0.05, seeds=[0, 1, 2],
+                           test_seeds=[0, 1, 2, 3, 4], test_alphas=[0.1, 1.0, 0.05],
+                           run=dict(capacity_schedule="draw"))),
 }
 
 #: The methods the headline claims compare, tuned with equal budgets by :func:`tune_lr`.
@@ -311,21 +320,36 @@ def capacity_study(profiles=((1,), (2,), (3,)), alpha: float = 0.1, seeds=(0, 1,
     return {"alpha": alpha, "schedules": schedules, "runs": runs}
 
 
-def epoch_study(methods=("FedAvg", "LEFF"), run=None, base=None, **kw) -> dict:
-    """The paper's local work (Sec. 5.1: one local epoch per round, 20 rounds) instead of ``K`` steps:
-    :func:`tune_lr` for ``methods`` with ``rerun_all`` (the protocol changes, so every method is
-    re-tuned on the validation split and re-run on the test split). ``run``: the protocol's
-    :func:`run_method` settings (default ``rounds=20, local_epochs=1``), over ``base`` (the sweep's);
-    ``kw`` go to :func:`tune_lr` (grid, seeds, alphas). Returns its result with ``"run"`` added."""
-    run = dict(rounds=20, local_epochs=1) if run is None else dict(run)
+def protocol_study(methods, run: dict, base=None, **kw) -> dict:
+    """``methods`` under another protocol: :func:`tune_lr` with ``rerun_all`` (the protocol changes, so
+    every method in ``methods`` is re-tuned on the validation split and re-run on the test split).
+    ``run``: the protocol's :func:`run_method` settings, over ``base`` (the sweep's); ``kw`` go to
+    :func:`tune_lr` (grid, seeds, alphas). Returns its result with ``"run"`` added."""
+    if not isinstance(run, dict):
+        raise TypeError(f"run must be a dict of run_method settings, got {type(run).__name__}")
     protocol = {**(base or {}), **run}
     return {**tune_lr(methods, rerun_all=True, **kw, **protocol), "run": protocol}
+
+
+def epoch_study(methods=("FedAvg", "LEFF"), run=None, base=None, **kw) -> dict:
+    """The paper's local work (Sec. 5.1: one local epoch per round, 20 rounds) instead of ``K`` steps:
+    :func:`protocol_study` with ``run`` defaulting to ``rounds=20, local_epochs=1``."""
+    return protocol_study(methods, dict(rounds=20, local_epochs=1) if run is None else run, base, **kw)
+
+
+def draw_study(methods=("LEFF",), run=None, base=None, **kw) -> dict:
+    """Per-round capacities: every client reports a fresh capacity every round (the paper's Sec. 3.1
+    step, with a distribution the paper does not give), drawn uniformly from the levels
+    (``capacity_schedule="draw"``): :func:`protocol_study` with ``run`` defaulting to that schedule.
+    The other methods do not depend on capacities; their runs are the sweep's."""
+    return protocol_study(methods, dict(capacity_schedule="draw") if run is None else run, base, **kw)
 
 
 def main(argv=None) -> None:
     """``python -m neurips25.leff [--scale small|full] [--seeds 0 1 2] [--rounds 15] [--tune]``: the sweep
     (settings: ``SWEEP[scale]``) with the equal-budget learning-rate study (``SWEEP[scale]["tune"]``) and
-    the studies of the alpha = 0.1 gap (``--capacities``, ``--dynamic``, ``--epochs``), stored in
+    the studies of the alpha = 0.1 gap (``--capacities``, ``--dynamic``, ``--epochs``, ``--draw``: per-round
+    capacity draws), stored in
     ``notebooks/results/leff.json`` (small) or ``leff.full.json`` (full)."""
     from ..results import add_scale_arguments, load_results, results_path, save_results
 
@@ -345,6 +369,8 @@ def main(argv=None) -> None:
                    help="run only the per-round capacity study and store it in the existing sweep's file")
     p.add_argument("--epochs", action="store_true",
                    help="run only the one-local-epoch protocol study and store it in the existing sweep's file")
+    p.add_argument("--draw", action="store_true",
+                   help="run only the per-round capacity draws study and store it in the existing sweep's file")
     args = p.parse_args(argv)
     unknown = [m for m in args.methods if m not in METHODS]
     if unknown:
@@ -374,8 +400,11 @@ def main(argv=None) -> None:
     def epochs():
         return epoch_study(base=run, **cfg["epochs"])
 
+    def draw():
+        return draw_study(base=run, **cfg["draw"])
+
     studies = (("tune", "tuning", study), ("capacities", "capacities", capacities),
-               ("dynamic", "dynamic", dynamic), ("epochs", "epochs", epochs))
+               ("dynamic", "dynamic", dynamic), ("epochs", "epochs", epochs), ("draw", "draw", draw))
     for option, key, fn in studies:
         if getattr(args, option):
             old = stored("--" + option)

@@ -28,7 +28,7 @@ from .model import (
 )
 
 KINDS = ("fedavg", "headonly", "bitfit", "lora", "leff")
-CAPACITY_SCHEDULES = ("fixed", "rotate", "shuffle")
+CAPACITY_SCHEDULES = ("fixed", "rotate", "shuffle", "draw")
 
 
 @dataclass(frozen=True)
@@ -172,8 +172,12 @@ class Server:
             client ``i`` always has ``L_i``. ``"rotate"``: the profile shifts by one client per round,
             ``L_{(i + t) mod N}``, so every client holds every level equally often. ``"shuffle"``: a
             random permutation of the profile every round. The levels, hence the compute, of a round
-            are the same in all three. The paper's clients report ``L_i`` at the start of every round
-            and may "dynamically adjust" their workload; it does not say whether a capacity is fixed.
+            are the same in these three. ``"draw"``: every client reports a fresh ``L_{i,t}``, drawn
+            independently and uniformly from the profile's levels, every round (the compute of a round
+            varies). The paper's clients "report their local fine-tuning capacity" in the first of
+            the "four steps per communication round" (Sec. 3.1) and "dynamically adjust their local
+            training workload according to their available resources"; it gives no distribution,
+            and says nowhere that a capacity stays with a client.
     """
 
     def __init__(self, model: TinyViT, clients: list[Client], capacities, method: Method,
@@ -220,6 +224,9 @@ class Server:
         elif self.capacity_schedule == "shuffle":   # own generator: block draws keep using self.rng
             perm = np.random.default_rng([self.seed, t, 17]).permutation(n)
             self.capacities = tuple(self.profile[j] for j in perm)
+        elif self.capacity_schedule == "draw":      # own generator, as for "shuffle"
+            levels = sorted(set(self.profile))
+            self.capacities = tuple(int(L) for L in np.random.default_rng([self.seed, t, 29]).choice(levels, n))
         base = dict(lr=m.lr, batch_size=self.batch_size)
         seeds = [self.seed * 100_003 + t * 1009 + c.cid for c in self.clients]
         steps = [self.local_steps(c) for c in self.clients]
