@@ -26,7 +26,7 @@ knowledge:
 * ``probe`` — the recall-order probe of the graph-vs-CoT claim: a constructed world where a step's
   premise is not the statement just before it (``recall_order_probe``, settings ``PROBE``; stored by
   ``python -m neurips25.grid_reasoning --experiment probe``), and the premise-distance probe: the step's
-  premise stands 1 to 10 statements back among distractor statements (``distance_example``,
+  premise stands 3 to 12 statements back among distractor statements (``distance_example``,
   ``premise_distance_probe``, settings ``DISTANCE``; ``--experiment distance``).
 """
 from __future__ import annotations

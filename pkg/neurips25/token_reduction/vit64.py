@@ -240,12 +240,14 @@ def main_paper_protocols(scale: str = "small", seeds=None, out: Path | None = No
         stored = load_results("token_reduction_vit64", scale=scale)
     except FileNotFoundError:
         stored = None
-    n = cap(10**9, 64)                       # NEURIPS25_SMOKE=1: 64 test images, capped loops
+    # NEURIPS25_SMOKE=1: one fine-tuning epoch, one reduction block, two reducers, 64 test images
     cfg["ft_epochs"] = cap(cfg["ft_epochs"], 1)
-    cfg["single_layers"], cfg["methods"] = cfg["single_layers"][:cap(2, 1)], cfg["methods"][:cap(3)]
+    cfg["single_layers"] = cfg["single_layers"][:cap(len(cfg["single_layers"]), 1)]
+    cfg["methods"] = cfg["methods"][:cap(len(cfg["methods"]))]
     runs = []
     for s in all_seeds[:cap(len(all_seeds), 1)]:   # NEURIPS25_SMOKE=1: one seed
         X, y = digits_loaders(s)[1]["test"]
+        n = cap(len(X), 64)
         with single_thread():
             model = load_vit64(s, stored) if stored else train_vit64(s, VIT64_SWEEP[scale]["epochs"])[0]
             r = {"seed": s, **paper_protocols(model, X[:n], y[:n], s, **cfg)}
@@ -254,8 +256,7 @@ def main_paper_protocols(scale: str = "small", seeds=None, out: Path | None = No
               {k: round(v["ft"], 3) for k, v in r["ablation"].items()}, flush=True)
     cmd = "python -m neurips25.token_reduction --model vit64 --paper-protocols " + (
         "--scale full " if scale == "full" else "")
-    return save_results("token_reduction_paper", {"runs": runs, "settings": {k: list(v) if isinstance(v, tuple)
-                                                                               else v for k, v in cfg.items()}},
+    return save_results("token_reduction_paper", {"runs": runs, "settings": cfg},
                         cmd + "--seeds " + " ".join(map(str, all_seeds)), seed=all_seeds[0], path=out, scale=scale)
 
 
