@@ -230,11 +230,28 @@ def test_paper_protocols_runs_and_validates(model, images, monkeypatch):
         paper_protocols(model, images, y[:2])
 
 
-def test_paper_protocols_cli_needs_vit64():
+@pytest.mark.parametrize("argv", [["--paper-protocols"], ["--paper-ablations"],
+                                  ["--model", "vit64", "--paper-protocols", "--paper-ablations"]])
+def test_paper_cli_flags_need_vit64_and_one_run(argv, capsys):
     from neurips25.token_reduction import main
 
     with pytest.raises(SystemExit):
-        main(["--paper-protocols"])
+        main(argv)
+    assert "--paper-" in capsys.readouterr().err
+
+
+def test_main_paper_ablations_stores_every_shipped_seed(tmp_path, monkeypatch):
+    import json
+
+    from neurips25.token_reduction import main_paper_ablations
+
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")      # one seed, 64 test and 64 training images
+    out = main_paper_ablations("small", out=tmp_path / "abl.json")
+    data = json.loads(out.read_text())["data"]
+    assert [r["seed"] for r in data["runs"]] == [0] and data["settings"]["layers"] == [2, 4, 6]
+    r = data["runs"][0]
+    assert set(r) >= {"acc", "schedule", "amplitude", "amplitude_noisy", "step", "probe", "macs_ratio"}
+    assert 0.6 < r["macs_ratio"]["ours"] < 0.75
 
 
 def test_reduction_step_measures_one_reduction(model, images):

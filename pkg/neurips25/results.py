@@ -6,6 +6,8 @@ Every stored number carries the command that produced it, the seed and the packa
 """
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import platform
@@ -104,6 +106,27 @@ def save_results(slug: str, data: dict[str, Any], command: str, seed: int, path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
     return path
+
+
+def encode_state(state: dict) -> str:
+    """A state_dict as text, for shipping trained weights inside a results file: base64 of its
+    ``torch.save`` bytes (tensors moved to the CPU)."""
+    import torch
+
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise TypeError("state must be a dict of tensors (a state_dict)")
+    buf = io.BytesIO()
+    torch.save({k: v.detach().cpu().clone() for k, v in state.items()}, buf)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def decode_state(text: str) -> dict:
+    """Inverse of :func:`encode_state` (tensors on the CPU)."""
+    import torch
+
+    if not isinstance(text, str) or not text:
+        raise ValueError("text must be a non-empty base64 string from encode_state")
+    return torch.load(io.BytesIO(base64.b64decode(text)), map_location="cpu", weights_only=True)
 
 
 def load_results(slug: str, path: Path | None = None, scale: str = "small") -> dict[str, Any]:

@@ -63,12 +63,14 @@ from .experiment import (
 from .training import ReducedFineTuner, ViTClassifier, digits_loaders, fine_tune, train_tiny_vit
 from .vit import Attention, LayerTrace, TinyViT
 from .vit64 import (
+    PAPER_ABLATIONS,
     PAPER_PROTOCOLS,
     VIT64,
     VIT64_SWEEP,
     decode_state,
     encode_state,
     load_vit64,
+    main_paper_ablations,
     main_paper_protocols,
     main_vit64,
     paper_ablations,
@@ -84,5 +86,5 @@ __all__ = [
     "hf_energy_per_layer", "hf_amplitude_per_layer", "unmerged_map", "reduction_step", "cls_probe", "measure_macs", "measure_throughput", "digits_loaders", "train_tiny_vit",
     "fine_tune", "SWEEP", "VARIANTS", "ABLATIONS", "MAIN_VARIANTS", "single_thread", "run_experiment", "main", "plan_for",
     "training_free", "reduced_energies", "VIT64", "VIT64_SWEEP", "encode_state", "decode_state", "train_vit64", "load_vit64",
-    "run_vit64", "main_vit64", "paper_ablations", "PAPER_PROTOCOLS", "paper_protocols", "main_paper_protocols",
+    "run_vit64", "main_vit64", "paper_ablations", "PAPER_ABLATIONS", "main_paper_ablations", "PAPER_PROTOCOLS", "paper_protocols", "main_paper_protocols",
 ]

@@ -149,13 +149,21 @@ def main(argv=None) -> None:
     ap.add_argument("--paper-protocols", action="store_true",
                     help="with --model vit64: the paper's Fig. 5a/6 protocols on the shipped weights "
                          "(token_reduction_paper.json, PAPER_PROTOCOLS[scale])")
+    ap.add_argument("--paper-ablations", action="store_true",
+                    help="with --model vit64: the paper's analyses, training-free, on the shipped weights "
+                         "(token_reduction_ablations.json, PAPER_ABLATIONS[scale])")
     args = ap.parse_args(argv)
-    if args.paper_protocols and args.model != "vit64":
-        ap.error("--paper-protocols needs --model vit64")
+    for flag in ("paper_protocols", "paper_ablations"):
+        if getattr(args, flag) and args.model != "vit64":
+            ap.error(f"--{flag.replace('_', '-')} needs --model vit64")
+    if args.paper_protocols and args.paper_ablations:
+        ap.error("--paper-protocols and --paper-ablations are two runs: give one")
     if args.model == "vit64":
-        from .vit64 import main_paper_protocols, main_vit64
+        from .vit64 import main_paper_ablations, main_paper_protocols, main_vit64
 
-        print((main_paper_protocols if args.paper_protocols else main_vit64)(args.scale, args.seeds, args.out))
+        run = (main_paper_protocols if args.paper_protocols
+               else main_paper_ablations if args.paper_ablations else main_vit64)
+        print(run(args.scale, args.seeds, args.out))
         return
     cfg = dict(SWEEP[args.scale])
     seeds = cfg.pop("seeds") if args.seeds is None else args.seeds

@@ -12,12 +12,11 @@ The reduction budget is the paper's: keep 70% of the tokens at three spaced bloc
 """
 from __future__ import annotations
 
-import base64
-import io
 from pathlib import Path
 
 import torch
 
+from ..results import decode_state, encode_state
 from ..runtime import cap, single_thread
 from ..vision import TinyViT
 from .core import ReductionPlan
@@ -34,7 +33,8 @@ from .experiment import MAIN_VARIANTS, plan_for, reduced_energies, training_free
 from .training import fine_tune, train_tiny_vit
 
 __all__ = ["VIT64", "VIT64_SWEEP", "PAPER_PROTOCOLS", "encode_state", "decode_state", "train_vit64", "load_vit64",
-           "run_vit64", "main_vit64", "paper_ablations", "paper_protocols", "main_paper_protocols"]
+           "run_vit64", "main_vit64", "paper_ablations", "PAPER_ABLATIONS", "main_paper_ablations", "paper_protocols",
+           "main_paper_protocols"]
 
 #: The architecture: 8x8 digits, 1x1-pixel patches (64 tokens + CLS), 8 blocks, width 64, 4 heads.
 VIT64 = dict(patch_size=1, dim=64, depth=8, heads=4, mlp_ratio=2.0)
@@ -62,20 +62,10 @@ PAPER_PROTOCOLS = {
 }
 
 
-def encode_state(state: dict) -> str:
-    """A state_dict as text: base64 of its ``torch.save`` bytes (tensors moved to the CPU)."""
-    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise TypeError("state must be a dict of tensors (a state_dict)")
-    buf = io.BytesIO()
-    torch.save({k: v.detach().cpu().clone() for k, v in state.items()}, buf)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def decode_state(text: str) -> dict:
-    """Inverse of :func:`encode_state`."""
-    if not isinstance(text, str) or not text:
-        raise ValueError("text must be a non-empty base64 string from encode_state")
-    return torch.load(io.BytesIO(base64.b64decode(text)), map_location="cpu", weights_only=True)
+#: :func:`paper_ablations` as the notebook calls it on the shipped weights: the main budget (keep 0.7 at
+#: ``VIT64_SWEEP[scale]["layers"]``) on every test image, the CLS probe fitted on the first ``n_train``
+#: training images. Stored in ``token_reduction_ablations.json`` (the notebook recomputes seed 0 live).
+PAPER_ABLATIONS = {"small": dict(keep_ratio=0.7, n_train=600), "full": dict(keep_ratio=0.7, n_train=600)}
 
 
 def train_vit64(seed: int = 0, epochs: int = 15) -> tuple[TinyViT, dict]:
@@ -225,31 +215,40 @@ def paper_protocols(model: TinyViT, X: torch.Tensor, y: torch.Tensor, seed: int 
     return out
 
 
+def _shipped_vit64s(scale: str, seeds):
+    """``(seed, model)`` for each of ``seeds`` (``NEURIPS25_SMOKE=1``: the first only): the shipped 64-token
+    ViT of ``token_reduction_vit64[.full].json``, or, where that file is missing (e.g. before a GPU run of
+    ``--model vit64 --scale full``), one trained here with ``VIT64_SWEEP[scale]``."""
+    from ..results import load_results
+
+    try:
+        stored = load_results("token_reduction_vit64", scale=scale)
+    except FileNotFoundError:
+        stored = None
+    for s in seeds[:cap(len(seeds), 1)]:
+        with single_thread():
+            yield s, (load_vit64(s, stored) if stored else train_vit64(s, VIT64_SWEEP[scale]["epochs"])[0])
+
+
 def main_paper_protocols(scale: str = "small", seeds=None, out: Path | None = None) -> Path:
     """:func:`paper_protocols` on the shipped 64-token ViT of each seed of ``PAPER_PROTOCOLS[scale]``
-    (weights from ``token_reduction_vit64[.full].json``; where that file is missing, e.g. before a GPU
-    run of ``--model vit64 --scale full``, the model is trained here with ``VIT64_SWEEP[scale]``), stored
-    in ``token_reduction_paper.json`` (``.full.json`` for ``full``; ``out`` when given)."""
-    from ..results import load_results, save_results
+    (:func:`_shipped_vit64s`), stored in ``token_reduction_paper.json`` (``.full.json`` for ``full``;
+    ``out`` when given)."""
+    from ..results import save_results
     from .training import digits_loaders
 
     cfg = dict(PAPER_PROTOCOLS[scale])
     default_seeds = cfg.pop("seeds")
     all_seeds = default_seeds if seeds is None else list(seeds)
-    try:
-        stored = load_results("token_reduction_vit64", scale=scale)
-    except FileNotFoundError:
-        stored = None
     # NEURIPS25_SMOKE=1: one fine-tuning epoch, one reduction block, two reducers, 64 test images
     cfg["ft_epochs"] = cap(cfg["ft_epochs"], 1)
     cfg["single_layers"] = cfg["single_layers"][:cap(len(cfg["single_layers"]), 1)]
     cfg["methods"] = cfg["methods"][:cap(len(cfg["methods"]))]
     runs = []
-    for s in all_seeds[:cap(len(all_seeds), 1)]:   # NEURIPS25_SMOKE=1: one seed
+    for s, model in _shipped_vit64s(scale, all_seeds):
         X, y = digits_loaders(s)[1]["test"]
         n = cap(len(X), 64)
         with single_thread():
-            model = load_vit64(s, stored) if stored else train_vit64(s, VIT64_SWEEP[scale]["epochs"])[0]
             r = {"seed": s, **paper_protocols(model, X[:n], y[:n], s, **cfg)}
         runs.append(r)
         print(f"seed {s}:", {L: {k: round(v["acc"], 3) for k, v in d.items()} for L, d in r["single"].items()},
@@ -257,6 +256,32 @@ def main_paper_protocols(scale: str = "small", seeds=None, out: Path | None = No
     cmd = "python -m neurips25.token_reduction --model vit64 --paper-protocols " + (
         "--scale full " if scale == "full" else "")
     return save_results("token_reduction_paper", {"runs": runs, "settings": cfg},
+                        cmd + "--seeds " + " ".join(map(str, all_seeds)), seed=all_seeds[0], path=out, scale=scale)
+
+
+def main_paper_ablations(scale: str = "small", seeds=None, out: Path | None = None) -> Path:
+    """:func:`paper_ablations` (training-free) on the shipped 64-token ViT of each seed of
+    ``VIT64_SWEEP[scale]`` (:func:`_shipped_vit64s`) with ``PAPER_ABLATIONS[scale]``, stored in
+    ``token_reduction_ablations.json`` (``.full.json`` for ``full``; ``out`` when given): about 40 s a seed
+    on a fast CPU core, too much for three seeds live in the notebook, which recomputes seed 0."""
+    from ..results import save_results
+    from .training import digits_loaders
+
+    cfg = dict(PAPER_ABLATIONS[scale])
+    layers = tuple(VIT64_SWEEP[scale]["layers"])
+    all_seeds = VIT64_SWEEP[scale]["seeds"] if seeds is None else list(seeds)
+    runs = []
+    for s, model in _shipped_vit64s(scale, all_seeds):
+        split = digits_loaders(s)[1]
+        (X, y), (Xt, yt) = split["test"], split["train"]
+        n, nt = cap(len(X), 64), cap(cfg["n_train"], 64)  # NEURIPS25_SMOKE=1: 64 images each
+        with single_thread():
+            r = {"seed": s, **paper_ablations(model, X[:n], y[:n], layers, cfg["keep_ratio"], train=(Xt[:nt], yt[:nt]))}
+        runs.append(r)
+        print(f"seed {s}:", {k: round(v, 3) for k, v in r["acc"].items()}, flush=True)
+    cmd = "python -m neurips25.token_reduction --model vit64 --paper-ablations " + (
+        "--scale full " if scale == "full" else "")
+    return save_results("token_reduction_ablations", {"runs": runs, "settings": {**cfg, "layers": layers}},
                         cmd + "--seeds " + " ".join(map(str, all_seeds)), seed=all_seeds[0], path=out, scale=scale)
 
 
