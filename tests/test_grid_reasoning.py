@@ -492,3 +492,31 @@ def test_distance_probe_validation_and_smoke(tmp_path, monkeypatch):
         by = run[fmt]["by_distance"]
         assert sum(n for _, n in by.values()) == 6 * 2 * 3 and 0.0 <= run[fmt]["accuracy"] <= 1.0
 
+
+
+def test_shipped_proposer_b_round_trip(tmp_path, monkeypatch):
+    """``--experiment proposer`` stores proposer B with its weights; loaded back and passed to
+    run_experiment it gives B's numbers exactly, with no proposer trained; bad input fails clearly."""
+    import json
+
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")
+    config = dict(n_people=20, steps=2, verifier_steps=2, n_layer=1, n_embd=16, batch_size=8, fact_filtered=True)
+    monkeypatch.setitem(gr.SWEEP, "small", dict(seeds=[3, 4], config=config))
+    out = tmp_path / "proposer.json"
+    gr.main(["--experiment", "proposer", "--out", str(out)])
+    payload = json.loads(out.read_text())
+    assert payload["slug"] == "grid_reasoning_proposer" and [r["seed"] for r in payload["data"]["runs"]] == [3]
+    shipped = payload["data"]["runs"][0]
+    world = gr.make_world(20, seed=3)
+    model = gr.load_proposer_b(shipped, world, **config)
+    calls = []
+    monkeypatch.setattr(gr.model, "train_model", lambda *a, **k: calls.append(k) or real(*a, **k))
+    real = gr.train_model
+    settings = {k: v for k, v in config.items() if k != "fact_filtered"}
+    res, st = gr.run_experiment(**settings, seed=3, unfiltered=False, proposer_b=model, return_state=True)
+    assert len(calls) == 1 and calls[0]["arch"] == "gpt2"    # the verifier alone was trained
+    assert gr.trace_ids(st["kept"]) == shipped["kept"]
+    for k, v in shipped["row"].items():
+        assert v == res[k] or (v != v and res[k] != res[k]), k    # NaN == NaN here
+    with pytest.raises(ValueError, match="shipped"):
+        gr.load_proposer_b({"seed": 0}, world)

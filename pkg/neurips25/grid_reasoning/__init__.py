@@ -61,11 +61,14 @@ from .model import (
     base_model,
     draw_graph,
     knowledge_corpus,
+    load_proposer_b,
     main,
     proposer_data,
     run_experiment,
     self_consistency,
     sequence_confidence,
+    ship_proposer_b,
+    trace_ids,
     train_model,
 )
 from .probe import DISTANCE, PROBE, distance_example, premise_distance_probe, recall_order_probe
@@ -92,5 +95,6 @@ __all__ = ["COUNTRIES", "RULES", "RELATIONS", "QUESTIONS", "FORMATS", "CORRUPTIO
            "verify_prompt", "verifier_examples", "LearnedVerifier", "verify_graph", "filter_traces", "runtime_verify",
            "Verified", "accuracy", "acc_at_passed", "cot_facts", "fact_filter", "selective_accuracy",
            "sequence_confidence", "knowledge_corpus", "SWEEP", "base_model", "train_model", "proposer_data",
-           "answer_questions", "self_consistency", "run_experiment", "draw_graph", "main", "PROBE",
+           "answer_questions", "self_consistency", "run_experiment", "ship_proposer_b", "load_proposer_b", "trace_ids",
+           "draw_graph", "main", "PROBE",
            "recall_order_probe", "DISTANCE", "distance_example", "premise_distance_probe"]

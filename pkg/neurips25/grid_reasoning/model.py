@@ -215,7 +215,7 @@ def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency
                    sc_n: int = 5, seed: int = 0, filtered: bool = True, unfiltered: bool = True,
                    fact_filtered: bool = False, batch_size: int = 64, mode: str = "pad", base=None, device=None,
                    base_steps: int = 0, verifier_facts: int = 8, proposer_facts: int = 4,
-                   return_state: bool = False):
+                   proposer_b=None, return_state: bool = False):
     """The whole study for one seed (every number of the chapter's results table):
 
     1. world, and the proposer's noisy traces for the training people; 2. the verifier (knowledge corpus +
@@ -243,7 +243,9 @@ def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency
     the book keeps the from-scratch run. ``base=(model, tokenizer)``, e.g. ``neurips25.lm.pretrained("gpt2")``,
     fine-tunes a copy of that checkpoint for each role (``base_steps`` is then unused). ``device``: where
     every model trains and decodes
-    (default CPU). Under ``NEURIPS25_SMOKE=1`` (``runtime.cap``) training steps, test questions and
+    (default CPU). ``proposer_b``: a proposer B already trained on Alg. 1's kept traces of this seed and
+    these settings (e.g. the notebook's shipped one, :func:`load_proposer_b`), used instead of training
+    one. Under ``NEURIPS25_SMOKE=1`` (``runtime.cap``) training steps, test questions and
     self-consistency samples are capped.
     """
     import copy
@@ -279,7 +281,7 @@ def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency
                            model=fresh(), device=device)[0]
 
     model_a = proposer(traces) if unfiltered else None  # proposer A: every trace
-    model_b = proposer(kept) if filtered else None  # proposer B: the traces Alg. 1 keeps
+    model_b = None if not filtered else proposer(kept) if proposer_b is None else proposer_b.to(device or "cpu")
     model_c = proposer(fkept) if fact_filtered else None  # proposer C: the traces the fact check alone keeps
     qs = [(k, p) for p in world.test_people for k in QUESTIONS]
     qs = qs[:cap(len(qs), 8)]
@@ -345,6 +347,42 @@ def run_experiment(*, n_people: int = 200, confusion: float = 0.375, consistency
     return res, state
 
 
+def trace_ids(traces) -> list[str]:
+    """A short fingerprint of each trace (question, graph and corruption), to compare trace sets."""
+    import hashlib
+
+    return [hashlib.sha1(repr((t.kind, t.person, t.corruption, t.graph)).encode()).hexdigest()[:10] for t in traces]
+
+
+def ship_proposer_b(*, seed: int = 0, device=None, **config) -> dict:
+    """:func:`run_experiment` with proposer B alone (``config``: its settings, e.g. ``SWEEP["small"]``'s),
+    and B's trained weights with it: ``{"seed", "row"`` (the run's numbers), ``"kept"`` (:func:`trace_ids`
+    of the traces Alg. 1 kept, which B trained on), ``"weights"`` (``results.encode_state``)``}``. The
+    notebook loads B (:func:`load_proposer_b`) instead of training it, which costs two to four minutes."""
+    from neurips25.results import encode_state
+
+    config = {k: v for k, v in config.items() if k not in ("unfiltered", "fact_filtered", "filtered")}
+    row, st = run_experiment(seed=seed, device=device, unfiltered=False, fact_filtered=False, return_state=True,
+                             **config)
+    return {"seed": seed, "row": row, "kept": trace_ids(st["kept"]),
+            "weights": encode_state(st["model_b"].state_dict())}
+
+
+def load_proposer_b(shipped: dict, world: World, *, n_layer: int = 2, n_embd: int = 64, device=None, **_):
+    """The proposer B of :func:`ship_proposer_b`'s output ``shipped`` (a tiny Llama-style model on
+    ``world``'s tokenizer, eval mode, on ``device``); ``n_layer``/``n_embd``: the settings it was trained
+    with (other settings are ignored)."""
+    from neurips25.lm import tiny_model
+    from neurips25.results import decode_state
+
+    if not isinstance(shipped, dict) or "weights" not in shipped:
+        raise ValueError("shipped must be ship_proposer_b's output (a dict with 'weights')")
+    model = tiny_model(_tokenizer(world), n_layer=n_layer, n_embd=n_embd, n_head=4, n_positions=48, arch="llama",
+                       seed=shipped.get("seed", 0))
+    model.load_state_dict(decode_state(shipped["weights"]))
+    return model.to(device or "cpu").eval()
+
+
 def _frac(part, whole) -> float:
     return len(part) / len(whole) if len(whole) else float("nan")
 
@@ -408,7 +446,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ``probe.PROBE[scale]``) in ``notebooks/results/grid_reasoning_probe.json`` (alias: ``python -m
     neurips25.grid_reasoning_probe``); ``--experiment distance``: the premise-distance probe
     (``probe.premise_distance_probe``, settings ``probe.DISTANCE[scale]``) in
-    ``notebooks/results/grid_reasoning_distance.json``. The models train where ``runtime.device()`` points (CUDA when
+    ``notebooks/results/grid_reasoning_distance.json``; ``--experiment proposer``: proposer B of the scale's
+    first seed with its weights (:func:`ship_proposer_b`), which the notebook loads instead of training it, in
+    ``notebooks/results/grid_reasoning_proposer.json``. The models train where ``runtime.device()`` points (CUDA when
     present)."""
     import argparse
     import os
@@ -421,9 +461,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     add_scale_arguments(ap)
     ap.add_argument("--seeds", type=int, nargs="+", default=None, help="override the scale's seeds")
     ap.add_argument("--steps", type=int, default=None, help="override the proposers' training steps")
-    ap.add_argument("--experiment", choices=("study", "probe", "distance"), default="study",
+    ap.add_argument("--experiment", choices=("study", "probe", "distance", "proposer"), default="study",
                     help="study: the chapter's sweep (SWEEP); probe: the recall-order probe (probe.PROBE); "
-                    "distance: the premise-distance probe (probe.DISTANCE)")
+                    "distance: the premise-distance probe (probe.DISTANCE); proposer: proposer B of the "
+                    "first seed of SWEEP with its weights, for the notebook (ship_proposer_b)")
     args = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     cmd = "python -m neurips25.grid_reasoning " + " ".join(sys.argv[1:] if argv is None else argv)
@@ -435,15 +476,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         from .probe import DISTANCE, premise_distance_probe
 
         table, experiment, slug = DISTANCE, premise_distance_probe, "grid_reasoning_distance"
+    elif args.experiment == "proposer":
+        table, experiment, slug = SWEEP, ship_proposer_b, "grid_reasoning_proposer"
     else:
         table, experiment, slug = SWEEP, run_experiment, "grid_reasoning"
     sweep = table[args.scale]
     seeds = sweep["seeds"] if args.seeds is None else args.seeds
-    seeds = seeds[:cap(len(seeds), 1)]
+    seeds = seeds[:cap(len(seeds), 1) if args.experiment != "proposer" else 1]
     config = dict(sweep["config"], **({} if args.steps is None else {"steps": args.steps}))
     runs = []
     for seed in seeds:
         runs.append(experiment(seed=seed, device=device(), **config))
-        print({k: round(v, 3) if isinstance(v, float) else v for k, v in runs[-1].items()}, flush=True)
+        shown = runs[-1].get("row", runs[-1])  # (a shipped proposer: its numbers, not its weights)
+        print({k: round(v, 3) if isinstance(v, float) else v for k, v in shown.items()}, flush=True)
     print(save_results(slug, {"config": config, "runs": runs}, cmd.strip(), seeds[0], path=args.out,
                        scale=args.scale))
