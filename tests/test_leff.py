@@ -261,6 +261,30 @@ def test_step_cost_and_round_time():
         round_time([1.0], [0.0], 1)
 
 
+def test_leff_client_cost_counts_the_built_sub_model_once_per_shape():
+    from neurips25.leff import ModelSpec, build_model, leff_client_cost, set_trainable
+    from neurips25.leff.federation import trainable_names
+
+    # L = 2 at k = 1, r = 0.5: one compressed layer before the block and two after it
+    torch.manual_seed(0)
+    model = build_model(ModelSpec(layer_map=(-1, 1, 2, -1, -1)))
+    set_trainable(model, trainable_names(model, "leff", range(1, 3)))
+    x, y = torch.rand(32, 64), torch.arange(32) % 5
+    direct = step_cost(model, x, y)
+    state = torch.get_rng_state()
+    c = leff_client_cost(2, 1, 0.5)
+    assert c == direct
+    assert torch.equal(torch.get_rng_state(), state)          # the global RNG is left alone
+    c.parts["mutated"] = 1                                     # a copy: the cache is unharmed
+    assert leff_client_cost(2, 1, 0.5) == direct
+    # L = 1 at k = 1 and at k = 2 (r = 0.5): the same shape (1 before, 2 after), the same count
+    assert leff_client_cost(1, 1, 0.5) == leff_client_cost(1, 2, 0.5)
+    # every layer trained, nothing compressed: LEFF's client is FedAvg's
+    assert leff_client_cost(6, 0, 1.0, kind="fedavg") == leff_client_cost(6, 0, 1.0)
+    with pytest.raises(ValueError, match="k must be"):
+        leff_client_cost(2, 5, 0.5)
+
+
 # --- smoke -----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["fedavg", "bitfit", "lora", "leff"])

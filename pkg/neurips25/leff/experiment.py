@@ -432,17 +432,28 @@ def main(argv=None) -> None:
 def leff_client_cost(L: int, k: int, r: float, depth: int = 6, batch_size: int = 32, kind: str = "leff"):
     """The :class:`~neurips25.leff.model.Cost` of one local step for a client that trains layers
     ``[k, k+L)`` of a ``depth``-layer tiny ViT whose other layers are compressed with ratio ``r``
-    (``kind="fedavg"``: the full model, all layers trained). Weights do not matter for the count."""
+    (``kind="fedavg"``: the full model, all layers trained). Weights do not matter for the count, so it
+    depends only on the sub-model's shape (compressed layers before the block, the block, after it)
+    and is counted once per shape (cached; each call returns its own copy)."""
     (L,) = check_capacities((L,), depth)
     if not 0 <= k <= depth - L:
         raise ValueError(f"k must be in [0, {depth - L}] for L={L}, got {k}")
     pre, post = n_compressed(k, r), n_compressed(depth - k - L, r)
-    layer_map = (-1,) * pre + tuple(range(k, k + L)) + (-1,) * post
+    n_blocks = pre + L + post
     if kind == "fedavg":
-        layer_map, pre = tuple(range(depth)), 0
-    torch.manual_seed(0)
-    model = build_model(ModelSpec(layer_map=layer_map))
-    set_trainable(model, trainable_names(model, kind, range(pre, pre + L)))
-    x = torch.rand(batch_size, 64)
-    y = torch.arange(batch_size) % 5
-    return step_cost(model, x, y)
+        n_blocks, pre = depth, 0
+    c = _step_cost_of_shape(n_blocks, pre, L, batch_size, kind)
+    return replace(c, parts=copy.deepcopy(c.parts))
+
+
+@lru_cache(maxsize=256)
+def _step_cost_of_shape(n_blocks: int, pre: int, L: int, batch_size: int, kind: str):
+    """:func:`step_cost` of an ``n_blocks``-block tiny ViT training blocks ``[pre, pre+L)`` (and what
+    ``kind`` trains besides), on a fixed random batch; the global RNG is left as it was."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = build_model(ModelSpec(layer_map=(-1,) * n_blocks))
+        set_trainable(model, trainable_names(model, kind, range(pre, pre + L)))
+        x = torch.rand(batch_size, 64)
+        y = torch.arange(batch_size) % 5
+        return step_cost(model, x, y)
