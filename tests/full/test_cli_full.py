@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 STORED = sorted(p.name.removesuffix(".json") for p in (ROOT / "notebooks" / "results").glob("*.json")
                 if not p.name.endswith(".full.json"))
-BUDGET_S = 120
+BUDGET_S = 480  # as in test_full_scale.py: on the slower CPU guitar's took over 240 s beside another run
 
 
 @pytest.mark.parametrize("slug", STORED)
