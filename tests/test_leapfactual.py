@@ -214,3 +214,21 @@ def test_table3_pool_rolls_targets_and_validates():
     assert torch.equal(t[:6], (y10 + 1) % 10) and not (t == y10.repeat(9)).any()
     with pytest.raises(ValueError, match="x_own and y_own"):
         table3_pool(z, y10[:3], f, Flow, Id, 2, 0.5, 1, (1.0, 1.0), 4)
+
+
+def test_nearest_digit_and_seed0_settings_match_the_notebook():
+    from neurips25.leapfactual import SEED0, SWEEP, nearest_digit
+
+    ref = torch.tensor([[0.0, 0.0], [1.0, 0.0], [5.0, 5.0]])
+    x = torch.tensor([[0.1, 0.0], [0.0, 0.2], [1.0, 0.3]])
+    d, n_distinct, n = nearest_digit(x, ref)
+    assert abs(d - (0.1 + 0.2 + 0.3) / 3) < 1e-6 and (n_distinct, n) == (2, 3)
+    with pytest.raises(ValueError, match="x and reference"):
+        nearest_digit(x, ref[:, :1])
+    # the notebook's seed-0 run: its CFG (f on 10 %, 200 / 450 test digits), the sweep's settings,
+    # and the MLP refit recipe of its "ceiling or labels?" cell
+    for s, n_eval in (("small", 200), ("full", 450)):
+        cfg = SEED0[s]
+        assert {k: cfg[k] for k in SWEEP[s]} == SWEEP[s]
+        assert (cfg["weak_frac"], cfg["n_eval"], tuple(cfg["fracs"])) == (0.1, n_eval, (0.1, 0.5, 1.0))
+        assert cfg["mlp"] == dict(hidden=(128,), epochs=200, lr=1e-2, weight_decay=1e-3)
