@@ -1,4 +1,6 @@
 """Tests of the R2R chapter module (labelling, threshold selection, routed generation)."""
+import json
+
 import pytest
 import torch
 
@@ -330,3 +332,44 @@ def test_crossfit_router_thresholds_on_out_of_fold_scores(setup):
         r2r.crossfit_router(rows, train, k=1)
     with pytest.raises(ValueError, match="target"):
         r2r.crossfit_router(rows, train, target="same")
+
+
+def test_heldout_run_methods_are_independent_and_stored_exactly(setup):
+    data, tok, llm, slm = setup
+    questions = sorted({p for p, _ in data})[:8]
+    rows = r2r.collect_router_data(llm, slm, tok, questions, max_new_tokens=8, top_k=4)
+    n = len(rows["label"])
+    rows["divergent"] = (torch.arange(n) % 4 == 0).float()
+    rows["different"] = (torch.arange(n) % 2 == 0).float()
+    cfg = dict(r2r.CONFIG["small"], folds=2, inner_folds=2, top_k=4,
+               router=dict(inputs=("logits",), hidden=8, n_blocks=1, epochs=1))
+    folds, sums, at_tau, fold_router = r2r.heldout_run(llm, slm, tok, questions, rows, 0, cfg, max_new_tokens=6)
+    assert sorted(int(q) for f in folds for q in f) == list(range(len(questions)))
+    assert set(sums) == set(r2r.GRIDS) and set(at_tau) == set(r2r.routers_for(("logits",)))
+    assert sorted(fold_router) == [0, 1] and all(0.0 <= t <= 1.0 for _, _, t in fold_router.values())
+    for m, s in sums.items():  # every threshold routes every token of the folds' questions
+        assert list(s) == list(r2r.GRIDS[m])
+        assert all(0 <= v[0] <= v[1] and 0 <= v[2] <= len(questions) for v in s.values())
+    full = r2r.encode_run(sums, at_tau)
+    assert json.loads(json.dumps(full)) == full
+    back_sums, back_at = r2r.decode_run(full)
+    assert r2r.encode_run(back_sums, back_at) == full
+    # a subset of the methods gives the same numbers (every router training reseeds)
+    _, sub_sums, sub_at, _ = r2r.heldout_run(llm, slm, tok, questions, rows, 0, cfg, max_new_tokens=6,
+                                             names=("R2R", "random"))
+    assert set(sub_sums) == {"R2R", "random"} and set(sub_at) == {"R2R"}
+    sub = r2r.encode_run(sub_sums, sub_at)
+    assert all(sub["sums"][m] == full["sums"][m] for m in sub["sums"]) and sub["at_tau"]["R2R"] == full["at_tau"]["R2R"]
+    assert r2r.run_difference(sub, full, len(questions)) == 0.0
+    with pytest.raises((ValueError, KeyError)):
+        r2r.run_difference(full, sub, len(questions))
+
+
+def test_task_and_config():
+    for cfg in r2r.CONFIG.values():
+        assert {"n_train", "modulus", "router", "split_seed", "slm_style"} <= set(cfg)
+        r2r.routers_for(cfg["router"]["inputs"])
+    train, questions = r2r.task(r2r.CONFIG["small"])
+    assert len(train) == 4000 and len(questions) == 50 and questions == sorted({p for p, _ in train})
+    assert r2r.accuracy([p for p, _ in train[:5]], [a for _, a in train[:5]], 5) == 1.0
+    assert r2r.accuracy([p for p, _ in train[:2]], ["", train[1][1]], 5) == 0.5

@@ -18,6 +18,12 @@ Routing*, NeurIPS 2025 (arXiv 2505.21600). At CPU scale:
   >= tau the LLM produces that token instead (no rollback). Both models keep a KV cache; the LLM
   catches up on the tokens it has not read in one parallel (prefill) call when it is needed.
 * ``activated_params`` — the cost model (average activated parameters per token).
+* ``CONFIG``, ``heldout_run`` and ``main`` — the chapter's experiment: its sizes per scale, the 5-fold
+  held-out protocol by question (routers trained on the other folds, every method's threshold grid),
+  and ``python -m neurips25.r2r [--scale small|full] [--out PATH]``, which trains the chapter's models,
+  runs the protocol on both pairs (split seed 0 on the first; the three split seeds of the ablation on
+  the pair with two styles) and writes ``notebooks/results/r2r.json``; the notebook runs a part of it
+  live and checks it against that file.
 """
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import lightning as L
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -36,7 +43,9 @@ __all__ = ["OPS", "SEPARATORS", "FEATURES", "feature_columns", "modchain", "rest
            "verify", "label_tokens", "collect_router_data", "router_features", "Router", "train_router",
            "recall_threshold", "fit_router", "crossfit_router",
            "routed_generate", "RoutedGeneration", "router_score", "entropy_score", "random_score",
-           "oracle_score", "activated_params"]
+           "oracle_score", "activated_params", "CONFIG", "DIFF", "GRIDS", "routers_for", "task", "fine_tune",
+           "accuracy", "route_counts", "heldout_run", "encode_run", "decode_run", "run_difference",
+           "run_experiment", "main"]
 
 OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
 SEPARATORS = (";", ",", ".")
@@ -595,3 +604,242 @@ def activated_params(n_slm: int, n_llm: int, llm_rate: float, n_router: int = 0)
     if not 0.0 <= llm_rate <= 1.0:
         raise ValueError(f"llm_rate must be in [0, 1], got {llm_rate!r}")
     return n_slm + n_router + llm_rate * n_llm
+
+
+# ---------------------------------------------------------------------------- the experiment
+_SMALL = dict(
+    n_train=4000,
+    modulus=5,
+    ops="+-",
+    n_steps=1,
+    lr=5e-3,
+    llm=dict(n_layer=4, n_embd=64, n_head=4),
+    llm_steps=400,
+    slm=dict(n_layer=1, n_embd=32, n_head=2),
+    slm_steps=400,
+    top_k=8,
+    # the SLM's top-k logits only, a small MLP with the paper's dropout: with 40 training
+    # questions the hidden state is a lookup key for them (see the chapter)
+    router=dict(inputs=("logits",), hidden=16, n_blocks=1, dropout=0.1, weight_decay=1e-2, epochs=10),
+    recall=0.95,
+    inner_folds=4,  # threshold by cross-fitting inside the training questions
+    max_new_tokens=12,
+    n_samples=3,
+    folds=5,
+    split_seed=0,
+    # the second pair's SLM writes "," after 80% of its steps (its house style)
+    slm_style=(0.1, 0.8, 0.1),
+    bench_questions=20,
+    n_questions=None,  # all distinct questions (50)
+)
+CONFIG = {
+    "small": _SMALL,
+    # the paper: R1-1.5B SLM and R1-32B LLM (21x), on AIME/GPQA/LiveCodeBench; full: two-step chains
+    # mod 10 with * (9,000 distinct questions, 500 of them routed), LLM/SLM ~ 21x; the protocol
+    # (top-k, recall, folds, samples, split seed, styles) as in small
+    "full": dict(
+        _SMALL,
+        n_train=40000,
+        modulus=10,
+        ops="+-*",
+        n_steps=2,
+        lr=3e-3,
+        llm=dict(n_layer=6, n_embd=256, n_head=8),
+        llm_steps=4000,
+        slm=dict(n_layer=2, n_embd=96, n_head=4),
+        slm_steps=1500,
+        # the paper's inputs (hidden state, token embedding, top-k logits) and router shape
+        # (residual MLP, dropout 0.1); 400 training questions per fold
+        router=dict(inputs=("hidden", "token", "logits"), hidden=64, n_blocks=2, dropout=0.1, weight_decay=1e-2,
+                    epochs=20),
+        max_new_tokens=24,
+        bench_questions=50,
+        n_questions=500,
+    ),
+}
+DIFF = "router on 'different'"
+# the thresholds each method is run at on the held-out folds (its accuracy-vs-LLM-rate curve)
+GRIDS = {
+    "R2R": (0.001, 0.005, 0.02, 0.1, 0.3, 0.6, 0.9, 0.99),
+    DIFF: (0.001, 0.005, 0.02, 0.1, 0.3, 0.6, 0.9, 0.99),
+    "SLM entropy": (0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
+    "random": (0.5, 0.7, 0.8, 0.9, 0.95, 0.98),
+}
+
+
+def routers_for(inputs: Sequence[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The trained routers, name: (training target, router inputs): R2R's, the ablation on
+    'different' tokens (same inputs) and R2R's on the paper's inputs (``FEATURES``)."""
+    inputs = _check_inputs(inputs)
+    return {"R2R": ("divergent", inputs), DIFF: ("different", inputs), "R2R, paper's inputs": ("divergent", FEATURES)}
+
+
+def task(cfg: dict) -> tuple[list[tuple[str, str]], list[str]]:
+    """The training answers (``modchain``, seed 0) and the sorted distinct questions, a fixed random
+    subset of ``cfg["n_questions"]`` of them when set (10 under ``NEURIPS25_SMOKE=1``)."""
+    from neurips25.runtime import cap
+
+    train = modchain(cfg["n_train"], n_steps=cfg["n_steps"], modulus=cfg["modulus"], ops=cfg["ops"], seed=0)
+    questions = sorted({p for p, _ in train})
+    if cfg["n_questions"]:
+        questions = sorted(random.Random(0).sample(questions, cfg["n_questions"]))
+    return train, questions[: cap(len(questions), 10)]
+
+
+def fine_tune(model, tok, pairs: Sequence[tuple[str, str]], cfg: dict, steps: int):
+    """``neurips25.lm.train_lm`` with the chapter's settings: loss on the answer only, learning rate
+    ``cfg["lr"]``, 10 warm-up steps, batches of 32; ``steps`` (20 under ``NEURIPS25_SMOKE=1``)."""
+    from neurips25.lm import train_lm
+    from neurips25.runtime import cap
+
+    return train_lm(model, tok, list(pairs), steps=cap(steps, 20), lr=cfg["lr"], warmup=10, batch_size=32,
+                    mask="answer")
+
+
+def accuracy(prompts: Sequence[str], texts: Sequence[str], modulus: int = 5) -> float:
+    """Share of ``texts`` whose final value answers its prompt (``is_correct``)."""
+    return float(np.mean([is_correct(p, t, modulus) for p, t in zip(prompts, texts)]))
+
+
+def route_counts(slm, llm, tok, prompts: Sequence[str], score: Callable, tau: float, *, max_new_tokens: int,
+                 modulus: int) -> np.ndarray:
+    """``routed_generate`` summed over ``prompts``: [tokens from the LLM, tokens, correct answers]."""
+    g = routed_generate(slm, llm, tok, prompts, score, tau, max_new_tokens=max_new_tokens)
+    return np.array([sum(map(sum, g.from_llm)), sum(map(len, g.from_llm)),
+                     accuracy(prompts, g.texts, modulus) * len(prompts)])
+
+
+def heldout_run(llm, slm, tok, questions: Sequence[str], rows: dict, split_seed: int, cfg: dict, *,
+                max_new_tokens: int, names: Sequence[str] | None = None):
+    """The 5-fold held-out protocol for one split seed: the questions are split into ``cfg["folds"]``
+    folds; for each fold every router of ``routers_for`` is trained on the labelled ``rows`` of the
+    other folds' questions with its threshold cross-fitted inside them (``crossfit_router``), and the
+    fold's questions are routed at that threshold and at every threshold of ``GRIDS`` (the untrained
+    SLM entropy and random scores too). ``names``: the methods to run (default all; each method's
+    numbers do not depend on which others run: every router training reseeds).
+
+    Returns the folds (arrays of question indices), ``sums`` (method -> threshold -> [LLM tokens,
+    tokens, correct] summed over the folds), ``at_tau`` (router -> the same at its threshold) and
+    fold -> (R2R router, its score function, its threshold)."""
+    routers = routers_for(cfg["router"]["inputs"])
+    router_kw = {k: v for k, v in cfg["router"].items() if k != "inputs"}
+    d_slm = slm.get_input_embeddings().embedding_dim
+    keep = lambda m: names is None or m in names  # noqa: E731
+
+    def route(prompts, score, t):
+        return route_counts(slm, llm, tok, prompts, score, t, max_new_tokens=max_new_tokens,
+                            modulus=cfg["modulus"])
+
+    q_of_row = rows["query"].numpy()
+    perm = np.random.default_rng(split_seed).permutation(len(questions))
+    folds = np.array_split(perm, cfg["folds"])
+    sums = {m: {t: np.zeros(3) for t in g} for m, g in GRIDS.items() if keep(m)}
+    at_tau = {m: np.zeros(3) for m in routers if keep(m)}
+    fold_router = {}
+    for k, test_q in enumerate(folds):
+        rest = torch.tensor(~np.isin(q_of_row, test_q))  # the other folds' rows
+        prompts = [questions[i] for i in test_q]
+        scores = {"SLM entropy": entropy_score, "random": random_score(split_seed * 10 + k)}
+        for name, (target, inputs) in routers.items():
+            if name not in at_tau:
+                continue
+            router, tau = crossfit_router(rows, rest, k=cfg["inner_folds"], target=target, recall=cfg["recall"],
+                                          seed=split_seed, columns=feature_columns(d_slm, cfg["top_k"], inputs),
+                                          **router_kw)
+            scores[name] = router_score(router, slm, cfg["top_k"])
+            at_tau[name] += route(prompts, scores[name], tau)
+            if name == "R2R":
+                fold_router[k] = (router, scores[name], tau)
+        for name in sums:
+            for t in GRIDS[name]:
+                sums[name][t] += route(prompts, scores[name], t)
+    return folds, sums, at_tau, fold_router
+
+
+def encode_run(sums: dict, at_tau: dict) -> dict:
+    """``heldout_run``'s sums as JSON: {"sums": {method: [[tau, LLM tokens, tokens, correct], ...]},
+    "at_tau": {router: [LLM tokens, tokens, correct]}}."""
+    return {"sums": {m: [[t, *map(float, v)] for t, v in s.items()] for m, s in sums.items()},
+            "at_tau": {m: [float(x) for x in v] for m, v in at_tau.items()}}
+
+
+def decode_run(data: dict) -> tuple[dict, dict]:
+    """The inverse of ``encode_run``: (sums, at_tau) as ``heldout_run`` returns them."""
+    sums = {m: {t: np.array(v) for t, *v in s} for m, s in data["sums"].items()}
+    return sums, {m: np.array(v) for m, v in data["at_tau"].items()}
+
+
+def run_difference(a: dict, b: dict, n_questions: int) -> float:
+    """Largest difference in LLM rate or accuracy between two ``encode_run`` results, over the methods
+    and thresholds of ``a`` (all of which ``b`` must hold): 0 when a live run repeats a stored one."""
+    def points(run, m):
+        return [(x[0], x[1] / x[2], x[3] / n_questions) for x in run["sums"][m]]
+
+    diffs = [max(abs(p - q) for p, q in zip(pa[1:], pb[1:])) for m in a["sums"]
+             for pa, pb in zip(points(a, m), points(b, m), strict=True) if pa[0] == pb[0]]
+    if len(diffs) != sum(len(v) for v in a["sums"].values()):
+        raise ValueError("b must hold every method and threshold of a")
+    diffs += [abs(x[0] / x[1] - y[0] / y[1]) for m, x in a["at_tau"].items() for y in [b["at_tau"][m]]]
+    diffs += [abs(x[2] - y[2]) / n_questions for m, x in a["at_tau"].items() for y in [b["at_tau"][m]]]
+    return max(diffs)
+
+
+def run_experiment(cfg: dict) -> dict:
+    """The chapter's experiment as the notebook runs it (models trained from scratch, seed 0): label
+    shares and accuracies of both pairs, the held-out protocol with every method on the first pair
+    (split seed ``cfg["split_seed"]``) and R2R's and the 'different' router on the pair with two
+    styles (three split seeds, one under ``NEURIPS25_SMOKE=1``)."""
+    from neurips25.lm import build_tokenizer, generate, tiny_model
+    from neurips25.runtime import cap, seed_everything
+
+    seed_everything(0)
+    train, questions = task(cfg)
+    maxn = cap(cfg["max_new_tokens"], 12)
+    tok = build_tokenizer("word", [p + " " + a for p, a in train])
+    llm = tiny_model(tok, n_positions=48, arch="llama", seed=0, **cfg["llm"])
+    slm = tiny_model(tok, n_positions=48, arch="llama", seed=0, **cfg["slm"])
+    fine_tune(llm, tok, train, cfg, cfg["llm_steps"])
+    fine_tune(slm, tok, train, cfg, cfg["slm_steps"])
+    slm_st = tiny_model(tok, n_positions=48, arch="llama", seed=0, **cfg["slm"])
+    fine_tune(slm_st, tok, restyle(train, cfg["slm_style"], seed=1), cfg, cfg["slm_steps"])
+    out = {"n_questions": len(questions)}
+    for key, small in (("plain", slm), ("styled", slm_st)):
+        rows = collect_router_data(llm, small, tok, questions, max_new_tokens=maxn, top_k=cfg["top_k"],
+                                   n_samples=cfg["n_samples"])
+        acc = accuracy(questions, generate(small, tok, questions, max_new_tokens=maxn).texts, cfg["modulus"])
+        seeds = [cfg["split_seed"]] if key == "plain" else [cfg["split_seed"] + i for i in range(cap(3, 1))]
+        names = None if key == "plain" else ("R2R", DIFF)
+        runs = {}
+        for s in seeds:
+            _, sums, at_tau, _ = heldout_run(llm, small, tok, questions, rows, s, cfg, max_new_tokens=maxn,
+                                             names=names)
+            runs[str(s)] = encode_run(sums, at_tau)
+            print(key, "split seed", s, runs[str(s)]["at_tau"], flush=True)
+        out[key] = {"slm_accuracy": acc, "label_counts": torch.bincount(rows["label"], minlength=3).tolist(),
+                    "runs": runs}
+    out["llm_accuracy"] = accuracy(questions, generate(llm, tok, questions, max_new_tokens=maxn).texts,
+                                   cfg["modulus"])
+    return out
+
+
+def main(argv=None) -> None:
+    """``python -m neurips25.r2r [--scale small|full] [--out PATH]``: regenerate
+    ``notebooks/results/r2r.json`` (or ``r2r.full.json``): ``run_experiment(CONFIG[scale])``, the
+    held-out runs the notebook's budget (150 s on 2 CPU cores) cannot repeat live."""
+    import argparse
+
+    from .results import add_scale_arguments, save_results
+
+    ap = argparse.ArgumentParser(prog="python -m neurips25.r2r", description=main.__doc__)
+    add_scale_arguments(ap)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    cfg = CONFIG[args.scale]
+    flag = "" if args.scale == "small" else f" --scale {args.scale}"
+    path = save_results("r2r", {"settings": cfg, **run_experiment(cfg)}, command="python -m neurips25.r2r" + flag,
+                        seed=0, path=args.out, scale=args.scale)
+    print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()
