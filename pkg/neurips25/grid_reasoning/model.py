@@ -72,6 +72,13 @@ def _pack_rows(tok, pairs: Sequence[tuple[str, str]], block_size: int) -> tuple[
     return rows, masks
 
 
+def _tiny(tok, n_layer: int, n_embd: int, arch: str, seed: int):
+    """A fresh tiny transformer of every role (``neurips25.lm.tiny_model``: 4 heads, 48 positions)."""
+    from neurips25.lm import tiny_model
+
+    return tiny_model(tok, n_layer=n_layer, n_embd=n_embd, n_head=4, n_positions=48, arch=arch, seed=seed)
+
+
 def train_model(world: World, data: Sequence[tuple[str, str]], *, steps: int = 800, n_layer: int = 2,
                 n_embd: int = 64, batch_size: int = 64, lr: float = 3e-3, fact_repeats: int = 4, mode: str = "pad",
                 arch: str = "llama", seed: int = 0, tokenizer=None, model=None, device=None):
@@ -93,7 +100,7 @@ def train_model(world: World, data: Sequence[tuple[str, str]], *, steps: int = 8
     """
     import torch
 
-    from neurips25.lm import context_length, tiny_model, train_lm
+    from neurips25.lm import context_length, train_lm
     from neurips25.runtime import cap
 
     if data is not None and not data:  # e.g. a verifier trained for 2 smoke steps rejects every trace
@@ -110,7 +117,7 @@ def train_model(world: World, data: Sequence[tuple[str, str]], *, steps: int = 8
     tok = tokenizer or _tokenizer(world)
     block = 48
     if model is None:
-        model = tiny_model(tok, n_layer=n_layer, n_embd=n_embd, n_head=4, n_positions=48, arch=arch, seed=seed)
+        model = _tiny(tok, n_layer, n_embd, arch, seed)
     else:
         block = min(context_length(model), 256)
     mix = list(data or ()) + [("", f) for f in knowledge_corpus(world)] * fact_repeats
@@ -372,13 +379,11 @@ def load_proposer_b(shipped: dict, world: World, *, n_layer: int = 2, n_embd: in
     """The proposer B of :func:`ship_proposer_b`'s output ``shipped`` (a tiny Llama-style model on
     ``world``'s tokenizer, eval mode, on ``device``); ``n_layer``/``n_embd``: the settings it was trained
     with (other settings are ignored)."""
-    from neurips25.lm import tiny_model
     from neurips25.results import decode_state
 
     if not isinstance(shipped, dict) or "weights" not in shipped:
         raise ValueError("shipped must be ship_proposer_b's output (a dict with 'weights')")
-    model = tiny_model(_tokenizer(world), n_layer=n_layer, n_embd=n_embd, n_head=4, n_positions=48, arch="llama",
-                       seed=shipped.get("seed", 0))
+    model = _tiny(_tokenizer(world), n_layer, n_embd, "llama", shipped.get("seed", 0))
     model.load_state_dict(decode_state(shipped["weights"]))
     return model.to(device or "cpu").eval()
 
