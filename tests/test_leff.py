@@ -517,3 +517,54 @@ def test_model_side_on_any_device(any_device):
     assert step_cost(model, Xd[:16], yd[:16]).flops > 0
     srv = Server(model, clients, [1, 3], Method("fedavg"), local_steps=1, batch_size=16)
     assert 0.0 <= srv.evaluate(X, y) <= 1.0   # CPU data, model on any_device
+
+
+def test_peft_study_guards_and_smoke_cli(tmp_path, monkeypatch):
+    """``--peft-study`` runs alone, at the stored sweep's rounds; under NEURIPS25_SMOKE=1 it writes
+    the shared-rate runs and the re-tuned rank-1 FedLoRA (a capped run, flagged as smoke)."""
+    import json
+
+    from neurips25.leff import peft_study
+    from neurips25.leff.experiment import main
+
+    for argv in (["--peft-study", "--tune"], ["--peft-study", "--alphas", "1.0"],
+                 ["--peft-study", "--methods", "LEFF"], ["--jobs", "2"], ["--peft-study", "--jobs", "0"],
+                 ["--peft-study", "--draw"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+    for bad, match in ((dict(shared_lr=0.0), "shared_lr"), (dict(shared_lr=1e-3, rank=0), "rank"),
+                       (dict(shared_lr=1e-3, methods=["LoRA"]), "methods"),
+                       (dict(shared_lr=1e-3, seeds=[]), "seeds"), (dict(shared_lr=1e-3, jobs=0), "jobs")):
+        with pytest.raises(ValueError, match=match):
+            peft_study(**bad)
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")
+    out = tmp_path / "peft.json"
+    main(["--peft-study", "--out", str(out)])
+    payload = json.loads(out.read_text())
+    data = payload["data"]
+    assert payload["smoke"] and payload["command"] == "python -m neurips25.leff --peft-study --jobs 1"
+    assert data["shared_lr"] == 1e-3 and data["rank"] == 1 and data["alpha"] == 0.1
+    assert set(data["shared"]) == {"LEFF", "FedLoRA"} and list(data["shared"]["LEFF"]) == ["0"]
+    lora = data["lora"]
+    assert set(lora["selected"]) == set(lora["runs"]) == {"FedLoRA (r=1)"}
+    assert list(lora["runs"]["FedLoRA (r=1)"]) == ["0.1"] and len(lora["validation"]["FedLoRA (r=1)"]) == 2
+
+
+def test_peft_study_is_the_stored_study():
+    """``python -m neurips25.leff --peft-study`` (SWEEP["small"]["peft"]) regenerates
+    notebooks/results/leff_peft_study.json, at the sweep's rounds and FedAvg's selected rate."""
+    from neurips25.leff.experiment import SWEEP
+    from neurips25.results import load_results
+
+    payload, cfg = load_results("leff_peft_study"), SWEEP["small"]["peft"]
+    study, sweep = payload["data"], load_results("leff")["data"]
+    assert not payload.get("smoke") and payload["command"].startswith("python -m neurips25.leff --peft-study")
+    assert study["run"] == SWEEP["small"]["run"] and study["run"]["rounds"] == sweep["rounds"]
+    assert study["shared_lr"] == cfg["shared_lr"] == sweep["tuning"]["selected"]["FedAvg"]
+    assert (study["alpha"], study["rank"]) == (cfg["alpha"], cfg["rank"])
+    assert sorted(study["shared"]) == sorted(cfg["methods"])
+    assert all(sorted(map(int, by_seed)) == cfg["seeds"] for by_seed in study["shared"].values())
+    name = f"FedLoRA (r={cfg['rank']})"
+    val = study["lora"]["validation"][name]
+    assert sorted(map(float, val)) == cfg["lrs"] and all(sorted(map(int, v)) == cfg["tune_seeds"] for v in val.values())
+    assert sorted(map(int, study["lora"]["runs"][name][str(cfg["alpha"])])) == cfg["seeds"]

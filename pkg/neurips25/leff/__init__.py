@@ -32,6 +32,7 @@ from .experiment import (
     label_skew,
     leff_client_cost,
     main,
+    peft_study,
     pretrain,
     protocol_study,
     run_method,
@@ -77,4 +78,5 @@ __all__ = [
     "submodel",
     "task_data", "pretrain", "leff_client_cost", "run_method", "sweep", "main", "TUNED", "final_accuracy", "tune_lr",
     "capacity_study", "CAPACITY_SCHEDULES", "label_skew", "epoch_study", "draw_study", "protocol_study",
+    "peft_study",
 ]

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 import copy
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from functools import lru_cache
 
@@ -56,7 +58,12 @@ METHODS = {
 #: clients report their capacity at the start of every round (Sec. 3.1) but it never says how the
 #: capacities of its experiments were set, so this study lets every client draw ``L_{i,t}``
 #: uniformly from the levels every round (``capacity_schedule="draw"``); only LEFF depends on it,
-#: so only LEFF is re-tuned (same grid, same validation budget) and re-run.
+#: so only LEFF is re-tuned (same grid, same validation budget) and re-run. ``peft`` is the PEFT
+#: study (:func:`peft_study`, stored apart in ``leff_peft_study.json``): ``methods`` at one shared
+#: learning rate, as the paper trains every method (``shared_lr``: FedAvg's rate selected by the
+#: small sweep's tuning, a test checks it; full keeps it until a full sweep selects FedAvg's), and
+#: FedLoRA at ``rank`` (rank 1: nearer the paper's share of trainable parameters) re-tuned on the
+#: validation split with the same grid.
 SWEEP = {
     "small": dict(seeds=[0, 1, 2], alphas=[0.1, 1.0], run=dict(rounds=15),
                   tune=dict(lrs=[1e-3, 3e-3, 1e-2], alpha=0.1, seeds=[0]),
@@ -66,7 +73,9 @@ SWEEP = {
                   epochs=dict(methods=["FedAvg", "LEFF"], lrs=[1e-3, 3e-3, 1e-2], alpha=0.1, seeds=[0],
                               test_seeds=[0, 1, 2], test_alphas=[0.1], run=dict(rounds=20, local_epochs=1)),
                   draw=dict(methods=["LEFF"], lrs=[1e-3, 3e-3, 1e-2], alpha=0.1, seeds=[0], test_seeds=[0, 1, 2],
-                            test_alphas=[0.1, 1.0], run=dict(capacity_schedule="draw"))),
+                            test_alphas=[0.1, 1.0], run=dict(capacity_schedule="draw")),
+                  peft=dict(methods=["LEFF", "FedLoRA", "FedBitFit"], shared_lr=1e-3, rank=1, alpha=0.1,
+                            seeds=[0, 1, 2], lrs=[1e-3, 3e-3, 1e-2], tune_seeds=[0])),
     "full": dict(seeds=[0, 1, 2, 3, 4], alphas=[0.1, 1.0, 0.05],
                  run=dict(rounds=40, local_steps=20, pretrain_epochs=30),
                  tune=dict(lrs=[3e-4, 1e-3, 3e-3, 1e-2], alpha=0.05, seeds=[0, 1, 2]),
@@ -78,7 +87,9 @@ SWEEP = {
                              run=dict(rounds=20, local_epochs=1)),
                  draw=dict(methods=["LEFF"], lrs=[3e-4, 1e-3, 3e-3, 1e-2], alpha=0.05, seeds=[0, 1, 2],
                            test_seeds=[0, 1, 2, 3, 4], test_alphas=[0.1, 1.0, 0.05],
-                           run=dict(capacity_schedule="draw"))),
+                           run=dict(capacity_schedule="draw")),
+                 peft=dict(methods=["LEFF", "FedLoRA", "FedBitFit"], shared_lr=1e-3, rank=1, alpha=0.05,
+                           seeds=[0, 1, 2, 3, 4], lrs=[3e-4, 1e-3, 3e-3, 1e-2], tune_seeds=[0, 1, 2])),
 }
 
 #: The methods the headline claims compare, tuned with equal budgets by :func:`tune_lr`.
@@ -254,19 +265,22 @@ def final_accuracy(acc, last: int = 3) -> float:
 
 
 def tune_lr(methods=TUNED, lrs=(1e-3, 3e-3, 1e-2), alpha: float = 0.1, seeds=(0,), test_seeds=(0, 1, 2),
-            test_alphas=(0.1, 1.0), val_fraction: float = 0.25, rerun_all: bool = False, **kw) -> dict:
+            test_alphas=(0.1, 1.0), val_fraction: float = 0.25, rerun_all: bool = False, catalogue=None,
+            **kw) -> dict:
     """Equal-budget learning-rate selection: every method in ``methods`` runs every ``lr`` of the same
     grid on a validation split (``val_fraction`` of the clients' data held out, :func:`run_method`) at
     ``alpha`` for ``seeds``, and keeps the lr with the best seed-mean :func:`final_accuracy` there.
     Methods whose selected lr differs from :data:`METHODS`' are then re-run on the test split
     (``test_seeds`` x ``test_alphas``); the others' test runs are the main sweep's. ``rerun_all``:
     re-run every method (for ``kw`` that change the protocol, e.g. ``local_epochs``, where the main
-    sweep's runs do not apply).
+    sweep's runs do not apply). ``catalogue``: the ``{name: Method}`` the names refer to (default
+    :data:`METHODS`; another for variants outside the sweep, e.g. a LoRA rank).
     Returns ``{"validation": {method: {lr: {seed: acc}}}, "selected": {method: lr}, "runs": {...}}``."""
+    table = METHODS if catalogue is None else catalogue
     methods, lrs, seeds = list(methods), [float(lr) for lr in lrs], list(seeds)
-    unknown = [m for m in methods if m not in METHODS]
+    unknown = [m for m in methods if m not in table]
     if unknown:
-        raise ValueError(f"methods {unknown} are not in METHODS ({list(METHODS)})")
+        raise ValueError(f"methods {unknown} are not in the catalogue ({list(table)})")
     if not lrs or any(not lr > 0 for lr in lrs):
         raise ValueError(f"lrs must be a non-empty list of positive learning rates, got {lrs!r}")
     if not seeds or not 0 < val_fraction < 1:
@@ -276,17 +290,17 @@ def tune_lr(methods=TUNED, lrs=(1e-3, 3e-3, 1e-2), alpha: float = 0.1, seeds=(0,
     for name in methods:
         for lr in lrs:
             for s in seeds:
-                run = run_method(replace(METHODS[name], lr=lr), alpha, s, cost=False, val_fraction=val_fraction, **kw)
+                run = run_method(replace(table[name], lr=lr), alpha, s, cost=False, val_fraction=val_fraction, **kw)
                 val.setdefault(name, {}).setdefault(str(lr), {})[str(s)] = run["acc"]
     selected = {name: max(lrs, key=lambda lr: np.mean([final_accuracy(a) for a in val[name][str(lr)].values()]))
                 for name in methods}
     runs: dict = {}
     for name, lr in selected.items():
-        if rerun_all or lr != METHODS[name].lr:
+        if rerun_all or lr != table[name].lr:
             for a in list(test_alphas)[:cap(len(test_alphas))]:
                 for s in list(test_seeds)[:cap(len(test_seeds), 1)]:
                     runs.setdefault(name, {}).setdefault(str(a), {})[str(s)] = run_method(
-                        replace(METHODS[name], lr=lr), a, s, cost=False, **kw)
+                        replace(table[name], lr=lr), a, s, cost=False, **kw)
     return {"validation": val, "selected": selected, "runs": runs, "alpha": alpha, "val_fraction": val_fraction}
 
 
@@ -345,12 +359,59 @@ def draw_study(methods=("LEFF",), run=None, base=None, **kw) -> dict:
     return protocol_study(methods, dict(capacity_schedule="draw") if run is None else run, base, **kw)
 
 
+def _call_all(calls, jobs: int = 1) -> list:
+    """``fn(**kw)`` for every ``(fn, kw)`` in ``calls``, in order; in ``jobs`` fresh processes when
+    ``jobs > 1`` (every run seeds its own generators, so where it runs does not change it)."""
+    if jobs == 1:
+        return [fn(**kw) for fn, kw in calls]
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(fn, **kw) for fn, kw in calls]
+        return [f.result() for f in futures]
+
+
+def peft_study(shared_lr: float, methods=("LEFF", "FedLoRA", "FedBitFit"), rank: int = 1, alpha: float = 0.1,
+               seeds=(0, 1, 2), lrs=(1e-3, 3e-3, 1e-2), tune_seeds=(0,), jobs: int = 1, **kw) -> dict:
+    """The PEFT baselines under two changes toward the paper. (i) ``methods`` all at one learning rate
+    ``shared_lr``, as the paper trains every method (AdamW at 1e-5, Sec. 5.1), instead of each at its
+    own validation-selected rate. (ii) FedLoRA at rank ``rank`` (rank 1 trains about 2% of the tiny
+    ViT, the sweep's rank 4 about 9%; the paper's LoRA well under 1% of DeBERTaV3-Base), its rate
+    re-tuned with :func:`tune_lr` on the validation split (grid ``lrs``, ``tune_seeds``) and re-run on
+    the test split. Both at ``alpha`` for ``seeds``; ``kw`` go to :func:`run_method`; ``jobs``: worker
+    processes. Returns ``{"alpha", "shared_lr", "shared": {method: {seed: run}}, "rank",
+    "lora": tune_lr(...)}`` (the rank-``rank`` FedLoRA is named ``"FedLoRA (r=<rank>)"`` there)."""
+    methods, seeds = list(methods), list(seeds)
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise ValueError(f"methods must be a non-empty list from METHODS ({list(METHODS)}), got {methods!r}")
+    if not isinstance(shared_lr, (int, float)) or not shared_lr > 0:
+        raise ValueError(f"shared_lr must be a positive learning rate, got {shared_lr!r}")
+    for name, v in (("rank", rank), ("jobs", jobs)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if not seeds:
+        raise ValueError("seeds must be non-empty")
+    lora = {f"FedLoRA (r={rank})": replace(METHODS["FedLoRA"], lora_rank=rank)}
+    methods, seeds = methods[:cap(len(methods))], seeds[:cap(len(seeds), 1)]
+    grid = [(n, s) for n in methods for s in seeds]
+    calls = [(tune_lr, dict(methods=list(lora), lrs=lrs, alpha=alpha, seeds=tune_seeds, test_seeds=seeds,
+                            test_alphas=[alpha], rerun_all=True, catalogue=lora, **kw))]
+    calls += [(run_method, dict(method=replace(METHODS[n], lr=shared_lr), alpha=alpha, seed=s, cost=False, **kw))
+              for n, s in grid]
+    tuned, *runs = _call_all(calls, jobs)
+    shared: dict = {}
+    for (n, s), run in zip(grid, runs):
+        shared.setdefault(n, {})[str(s)] = run
+    return {"alpha": alpha, "shared_lr": float(shared_lr), "shared": shared, "rank": rank, "lora": tuned}
+
+
 def main(argv=None) -> None:
     """``python -m neurips25.leff [--scale small|full] [--seeds 0 1 2] [--rounds 15] [--tune]``: the sweep
     (settings: ``SWEEP[scale]``) with the equal-budget learning-rate study (``SWEEP[scale]["tune"]``) and
     the studies of the alpha = 0.1 gap (``--capacities``, ``--dynamic``, ``--epochs``, ``--draw``: per-round
     capacity draws), stored in
-    ``notebooks/results/leff.json`` (small) or ``leff.full.json`` (full)."""
+    ``notebooks/results/leff.json`` (small) or ``leff.full.json`` (full). ``--peft-study [--jobs 2]``:
+    :func:`peft_study` (``SWEEP[scale]["peft"]`` at the sweep's run settings), stored apart in
+    ``leff_peft_study.json`` (``.full.json``; alias ``python -m neurips25.leff_peft_study``)."""
     from ..results import add_scale_arguments, load_results, results_path, save_results
 
     p = argparse.ArgumentParser(prog="python -m neurips25.leff", description=main.__doc__)
@@ -371,6 +432,9 @@ def main(argv=None) -> None:
                    help="run only the one-local-epoch protocol study and store it in the existing sweep's file")
     p.add_argument("--draw", action="store_true",
                    help="run only the per-round capacity draws study and store it in the existing sweep's file")
+    p.add_argument("--peft-study", action="store_true",
+                   help="run only the PEFT study (one shared rate; FedLoRA at rank 1), stored in leff_peft_study.json")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes (--peft-study only)")
     args = p.parse_args(argv)
     unknown = [m for m in args.methods if m not in METHODS]
     if unknown:
@@ -381,6 +445,20 @@ def main(argv=None) -> None:
     run = {**cfg["run"], **({} if args.rounds is None else {"rounds": args.rounds})}
     flag = "--scale full " if args.scale == "full" else ""
     path = args.out if args.out else results_path("leff", args.scale)
+
+    if args.jobs < 1 or (args.jobs != 1 and not args.peft_study):
+        p.error("--jobs must be a positive int and applies to --peft-study only")
+    if args.peft_study:
+        others = [o for o in ("merge", "tune", "capacities", "dynamic", "epochs", "draw") if getattr(args, o)]
+        if others or args.alphas is not None or args.methods != list(METHODS):
+            p.error("--peft-study runs alone with SWEEP[scale]['peft'] (only --seeds, --rounds, --jobs, --out)")
+        cfg_p = {**cfg["peft"], **({} if args.seeds is None else {"seeds": args.seeds})}
+        data = {**peft_study(jobs=args.jobs, **cfg_p, **run), "run": run}
+        cmd = (f"python -m neurips25.leff {flag}--peft-study --jobs {args.jobs}"
+               + ("" if args.seeds is None else " --seeds " + " ".join(map(str, args.seeds)))
+               + ("" if args.rounds is None else f" --rounds {args.rounds}"))
+        print(save_results("leff_peft_study", data, cmd, seed=cfg_p["seeds"][0], path=args.out, scale=args.scale))
+        return
 
     def study():
         return tune_lr(TUNED, test_seeds=seeds, test_alphas=alphas, **cfg["tune"], **run)
