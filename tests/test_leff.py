@@ -544,7 +544,7 @@ def test_peft_study_guards_and_smoke_cli(tmp_path, monkeypatch):
     data = payload["data"]
     assert payload["smoke"] and payload["command"] == "python -m neurips25.leff --peft-study --jobs 1"
     assert data["shared_lr"] == 1e-3 and data["rank"] == 1 and data["alpha"] == 0.1
-    assert set(data["shared"]) == {"LEFF", "FedLoRA"} and list(data["shared"]["LEFF"]) == ["0"]
+    assert set(data["shared"]) == {"LEFF", "FedLoRA", "FedBitFit"} and list(data["shared"]["LEFF"]) == ["0"]
     lora = data["lora"]
     assert set(lora["selected"]) == set(lora["runs"]) == {"FedLoRA (r=1)"}
     assert list(lora["runs"]["FedLoRA (r=1)"]) == ["0.1"] and len(lora["validation"]["FedLoRA (r=1)"]) == 2
