@@ -6,6 +6,7 @@ Directives:
                         row in the chapter's Paper-vs-ours table; plus a "full scale (GPU)" column
                         once a GPU run has recorded ``claims/<slug>.full.json`` files.
   ``scoreboard-tally``  one sentence, e.g. "41 of 63 headline claims ... reproduce at CPU scale."
+  ``scoreboard-causes`` every claim that falls short, with the cause its chapter measured.
 """
 from __future__ import annotations
 
@@ -102,6 +103,27 @@ class ScoreboardTable(Directive):
         return [legend, table]
 
 
+class ScoreboardCauses(Directive):
+    has_content = False
+
+    def run(self):
+        items = nodes.bullet_list()
+        for slug, claims in _claims_in_order(self.state.document.settings.env).items():
+            for c in claims:
+                if c.status == "reproduced":
+                    continue
+                head = nodes.paragraph()
+                head += nodes.raw("", status_badge(c.status) + " ", format="html")
+                head += nodes.raw("", f"[{c.status}] ", format="latex")
+                head += nodes.strong(text=f"{chapter_title(slug)}: ")
+                head += nodes.reference("", c.statement, refuri=f"../notebooks/{slug}.html#{c.anchor}")
+                item = nodes.list_item()
+                item += head
+                item += _para(c.cause)
+                items += item
+        return [items] if len(items) else [_para("Every headline claim reproduces.")]
+
+
 class ScoreboardTally(Directive):
     has_content = False
 
@@ -112,4 +134,5 @@ class ScoreboardTally(Directive):
 def setup(app):
     app.add_directive("scoreboard", ScoreboardTable)
     app.add_directive("scoreboard-tally", ScoreboardTally)
+    app.add_directive("scoreboard-causes", ScoreboardCauses)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

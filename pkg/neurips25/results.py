@@ -197,6 +197,7 @@ class Claim:
     criteria: dict[str, bool]
     trend: dict[str, bool] | None = None
     note: str = ""
+    cause: str = ""  # for a claim that falls short: the measured cause, in a sentence or two
 
     @property
     def status(self) -> str:
@@ -209,7 +210,8 @@ class Claim:
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "statement": self.statement, "paper": self.paper, "ours": self.ours,
-                "status": self.status, "criteria": self.criteria, "trend": self.trend, "note": self.note}
+                "status": self.status, "criteria": self.criteria, "trend": self.trend, "note": self.note,
+                "cause": self.cause}
 
     def __repr__(self) -> str:
         tests = "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in
@@ -242,19 +244,24 @@ class Claims:
         self._loaded_from: Path | None = None
 
     def add(self, id: str, statement: str, *, paper: Any, ours: Any, criteria: dict[str, bool],
-            trend: dict[str, bool] | None = None, note: str = "") -> Claim:
-        """Record a claim; ``criteria`` map a description of each test to its boolean outcome."""
+            trend: dict[str, bool] | None = None, note: str = "", cause: str = "") -> Claim:
+        """Record a claim; ``criteria`` map a description of each test to its boolean outcome.
+
+        ``cause``: why a claim falls short, as the chapter measured it (shown on the book's
+        scoreboard); every stored claim that is not reproduced must have one (``tests/test_claims.py``).
+        """
         if not isinstance(id, str) or not _CLAIM_ID.match(id):
             raise ValueError(f"id must match [a-z0-9][a-z0-9-]*, got {id!r}")
         if id in self._claims:
             raise ValueError(f"claim id {id!r} is already recorded for {self.slug!r}")
         if not isinstance(statement, str) or not statement.strip():
             raise ValueError(f"statement must be a non-empty string, got {statement!r}")
-        if not isinstance(note, str):
-            raise TypeError(f"note must be a string, got {type(note).__name__}")
+        for name, text in (("note", note), ("cause", cause)):
+            if not isinstance(text, str):
+                raise TypeError(f"{name} must be a string, got {type(text).__name__}")
         c = Claim(id, statement.strip(), _cell(paper), _cell(ours),
                   _check_criteria("criteria", criteria, required=True),
-                  _check_criteria("trend", trend, required=False), note)
+                  _check_criteria("trend", trend, required=False), note, cause.strip())
         self._claims[id] = c
         return c
 
@@ -333,7 +340,8 @@ class Claims:
         claims = cls(data["slug"])
         for d in data["claims"]:
             c = claims.add(d["id"], d["statement"], paper=d["paper"], ours=d["ours"],
-                           criteria=d["criteria"], trend=d.get("trend"), note=d.get("note", ""))
+                           criteria=d["criteria"], trend=d.get("trend"), note=d.get("note", ""),
+                           cause=d.get("cause", ""))
             if c.status != d["status"]:
                 raise ValueError(f"{path}: claim {c.id!r} is stored as {d['status']!r} but its criteria "
                                  f"give {c.status!r}")
