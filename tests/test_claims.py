@@ -123,6 +123,23 @@ def test_chapter_records_3_to_6_claims_matching_its_notebook(slug):
         assert re.search(rf'claims\[\\"{re.escape(c.id)}\\"\]|\b\w+\.status\b', src), c.id
 
 
+@pytest.mark.parametrize("slug", CHAPTERS)
+def test_every_claim_that_falls_short_says_why(slug):
+    """DESIGN: a claim that does not reproduce comes with the measured cause (the scoreboard shows it)."""
+    for c in Claims.load(slug, CLAIMS_DIR / f"{slug}.json"):
+        if c.status != "reproduced":
+            assert len(c.cause) >= 40, f"{slug}: claim {c.id!r} is {c.status} but records no cause"
+
+
+def test_cause_round_trips_and_is_checked(tmp_path):
+    claims = Claims("dqp")
+    with pytest.raises(TypeError, match="cause must be a string"):
+        claims.add("x", "a claim", paper="1", ours="2", criteria={"t": False}, cause=None)
+    claims.add("x", "a claim", paper="1", ours="2", criteria={"t": False}, cause=" too slow here ")
+    claims.save(tmp_path / "dqp.json")
+    assert Claims.load("dqp", tmp_path / "dqp.json")["x"].cause == "too slow here"
+
+
 def test_no_claims_for_unknown_chapters():
     assert set(load_all_claims(CLAIMS_DIR)) <= set(CHAPTERS)
 

@@ -477,9 +477,10 @@ def test_distance_probe_validation_and_smoke(tmp_path, monkeypatch):
         probe.distance_example(world, "country", world.people[0], 1, "direct")
     with pytest.raises(ValueError, match="kind"):
         probe.distance_example(world, "language", world.people[0], 1, "cot")
-    for bad in (dict(max_distract=13), dict(draws=0), dict(steps=True)):
+    for bad in (dict(max_distract=13), dict(draws=0), dict(steps=True), dict(arch="rnn")):
         with pytest.raises(ValueError, match=next(iter(bad))):
             probe.premise_distance_probe(**bad)
+    assert all(s["config"]["arch"] == "llama" for s in probe.DISTANCE.values())  # gpt2 (absolute positions) did not learn the lookup
     monkeypatch.setenv("NEURIPS25_SMOKE", "1")
     out = tmp_path / "distance.json"
     monkeypatch.setitem(probe.DISTANCE, "small", dict(seeds=[3, 4], config=dict(
@@ -488,6 +489,7 @@ def test_distance_probe_validation_and_smoke(tmp_path, monkeypatch):
     payload = json.loads(out.read_text())
     assert payload["slug"] == "grid_reasoning_distance" and [r["seed"] for r in payload["data"]["runs"]] == [3]
     run = payload["data"]["runs"][0]
+    assert run["arch"] == "llama"  # the default
     for fmt in ("cot", "graph"):
         by = run[fmt]["by_distance"]
         assert sum(n for _, n in by.values()) == 6 * 2 * 3 and 0.0 <= run[fmt]["accuracy"] <= 1.0
