@@ -72,24 +72,27 @@ def _pack_rows(tok, pairs: Sequence[tuple[str, str]], block_size: int) -> tuple[
     return rows, masks
 
 
-def _tiny(tok, n_layer: int, n_embd: int, arch: str, seed: int):
-    """A fresh tiny transformer of every role (``neurips25.lm.tiny_model``: 4 heads, 48 positions)."""
+def _tiny(tok, n_layer: int, n_embd: int, arch: str, seed: int, n_positions: int = 48):
+    """A fresh tiny transformer of every role (``neurips25.lm.tiny_model``: 4 heads, 48 positions unless
+    a longer context is asked for)."""
     from neurips25.lm import tiny_model
 
-    return tiny_model(tok, n_layer=n_layer, n_embd=n_embd, n_head=4, n_positions=48, arch=arch, seed=seed)
+    return tiny_model(tok, n_layer=n_layer, n_embd=n_embd, n_head=4, n_positions=n_positions, arch=arch, seed=seed)
 
 
 def train_model(world: World, data: Sequence[tuple[str, str]], *, steps: int = 800, n_layer: int = 2,
                 n_embd: int = 64, batch_size: int = 64, lr: float = 3e-3, fact_repeats: int = 4, mode: str = "pad",
-                arch: str = "llama", seed: int = 0, tokenizer=None, model=None, device=None):
+                arch: str = "llama", n_positions: int = 48, seed: int = 0, tokenizer=None, model=None, device=None):
     """A tiny transformer (``neurips25.lm``: Llama-style by default, GPT-2 with ``arch="gpt2"``; Lightning)
     trained from scratch on the knowledge corpus (every fact of the world, ``knowledge_corpus`` repeated
     ``fact_repeats`` times, so it knows the held-out people's facts too) mixed with ``data``,
     ``(prompt, completion)`` pairs with the loss on the completion (``data=None``: the knowledge corpus
     alone, as for ``base_model``). Returns ``(model, tokenizer)``.
 
-    ``model`` (with its ``tokenizer``) fine-tunes a given network in place instead — e.g. a copy of a real
-    checkpoint from ``neurips25.lm.pretrained``; rows are then as long as its context allows (≤ 256).
+    ``n_positions``: the context of the model it builds, and so the length of its rows (the probes'
+    in-context steps need more than 48). ``model`` (with its ``tokenizer``) fine-tunes a given network in
+    place instead — e.g. a copy of a real checkpoint from ``neurips25.lm.pretrained``; rows are then as
+    long as its context allows (≤ 256), and ``arch`` and ``n_positions`` do not apply.
     ``mode``: ``"pad"`` (one example per row), ``"pack"`` (``neurips25.lm``'s packing, examples may be
     cut) or ``"rows"`` (whole examples packed first-fit into rows, ``_pack_rows``: the same examples for
     about a third of the compute of ``"pad"``, as most are short facts — but the study keeps ``"pad"``:
@@ -115,9 +118,9 @@ def train_model(world: World, data: Sequence[tuple[str, str]], *, steps: int = 8
         raise ValueError("a given model needs its tokenizer")
     device = torch.device("cpu" if device is None else device)
     tok = tokenizer or _tokenizer(world)
-    block = 48
+    block = n_positions
     if model is None:
-        model = _tiny(tok, n_layer, n_embd, arch, seed)
+        model = _tiny(tok, n_layer, n_embd, arch, seed, n_positions)
     else:
         block = min(context_length(model), 256)
     mix = list(data or ()) + [("", f) for f in knowledge_corpus(world)] * fact_repeats

@@ -233,13 +233,13 @@ def premise_distance_probe(*, n_people: int = 120, steps: int = 1200, n_layer: i
     decode the step greedily for the held-out people (one fresh draw per question and number of
     distractors) and score it: ``{"cot": ..., "graph":
     ...}``, each with ``accuracy`` and ``by_distance`` (``{distance: [n_correct, n]}``), plus the settings.
-    ``arch`` is the proposer's architecture (``neurips25.lm.tiny_model``): ``"llama"`` (rotary, relative
+    ``arch`` is the proposer's architecture (``neurips25.lm.ARCHS``, built by ``train_model``): ``"llama"`` (rotary, relative
     positions; the chapter's other models) or ``"gpt2"`` (learned absolute positions), which at 2 layers x 64
     and 1,200 steps never learned the in-context lookup (a coin flip between the person's two branches at
     every distance in seeds 0-2; seed 0: accuracy 0.49 CoT / 0.50 GRiD, against 0.94 / 0.94 with
     ``"llama"``, which learned it in 2 of those 3 seeds).
     ``steps`` goes through ``runtime.cap``; ``device`` (default CPU) is where it trains and decodes."""
-    from neurips25.lm import build_tokenizer, generate, tiny_model
+    from neurips25.lm import ARCHS, build_tokenizer, generate
 
     from .model import _MARKUP, CONTROL
 
@@ -248,8 +248,8 @@ def premise_distance_probe(*, n_people: int = 120, steps: int = 1200, n_layer: i
             raise ValueError(f"{name} must be a positive int, got {v!r}")
     if not isinstance(max_distract, int) or isinstance(max_distract, bool) or not 0 <= max_distract <= 12:
         raise ValueError(f"max_distract must be an int in [0, 12], got {max_distract!r}")
-    if arch not in ("llama", "gpt2"):
-        raise ValueError(f"arch must be 'llama' or 'gpt2', got {arch!r}")
+    if arch not in ARCHS:
+        raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
     world = make_world(n_people, seed=seed)
     born = birth_cities(world, seed=seed)
     extra = [f"{p} born_in {c} ." for p, c in born.items()]
@@ -261,9 +261,8 @@ def premise_distance_probe(*, n_people: int = 120, steps: int = 1200, n_layer: i
     data = [(q, a) for fmt in ("cot", "graph") for q, a, _ in ex(world.train_people, fmt, 0)]
     data += [("", f) for f in extra] * 4
     n_pos = 8 + 5 * (max_distract + 4) + 12
-    model = tiny_model(tok, n_layer=n_layer, n_embd=n_embd, n_head=4, n_positions=n_pos, arch=arch, seed=seed)
-    model, tok = train_model(world, data, steps=steps, n_layer=n_layer, n_embd=n_embd, seed=seed, tokenizer=tok,
-                             model=model, device=device)
+    model, tok = train_model(world, data, steps=steps, n_layer=n_layer, n_embd=n_embd, arch=arch, n_positions=n_pos,
+                             seed=seed, tokenizer=tok, device=device)
     out = {"n_people": n_people, "steps": steps, "n_layer": n_layer, "n_embd": n_embd, "max_distract": max_distract,
            "draws": draws, "arch": arch, "seed": seed}
     for fmt in ("cot", "graph"):
