@@ -190,6 +190,7 @@ def test_paper_ablations_runs_and_validates(model, images):
     y = torch.arange(len(images)) % 10
     out = paper_ablations(model, images, y, layers=(1, 2), n_amp=4, n_step=3, train=(images, y))
     assert set(out["acc"]) == {"LF only", "HF only"} and set(out["schedule"]) == {"0,1,2", "1,2,3"}
+    assert all(set(v) == {"ours", "LF only", "ToMe", "EViT", "random"} for v in out["schedule"].values())
     assert all(len(v) == model.depth for v in out["amplitude"].values())
     assert "ToMe (every block)" in out["amplitude"] and 0 < out["macs_ratio"]["ours"] < 1
     assert set(out["amplitude_noisy"]) == set(out["step"]) == {"ours", "EViT", "ToMe", "random"}

@@ -133,8 +133,8 @@ def paper_ablations(model: TinyViT, X: torch.Tensor, y: torch.Tensor, layers=(2,
     """The paper's two analyses, measured its way on a trained model (training-free):
 
     * ``acc``: its token-set ablations at ``keep_ratio`` on ``layers`` -- "LF only" (keep the LF tokens,
-      drop the HF ones, no DC token) and "HF only" (no DC token); ``schedule``: ours and "LF only" when
-      the same budget starts earlier (each of ``schedules``);
+      drop the HF ones, no DC token) and "HF only" (no DC token); ``schedule``: ours, "LF only", ToMe, EViT
+      and random pruning when the same budget starts earlier (each of ``schedules``);
     * ``amplitude``: the Fourier high-frequency amplitude per block (:func:`hf_amplitude_per_layer`, the
       paper's Fig. 1 measure) on the first ``n_amp`` images, unreduced, for every main reducer and "LF
       only", and for ToMe merging at *every* block with ``tome_every_keep`` (ToMe's own schedule; its
@@ -160,7 +160,8 @@ def paper_ablations(model: TinyViT, X: torch.Tensor, y: torch.Tensor, layers=(2,
            "schedule": {}, "amplitude": {}, "macs_ratio": {}}
     for sched in schedules:
         out["schedule"][",".join(map(str, sched))] = {
-            name: evaluate(model, X, y, plan_for(name, keep_ratio, sched)) for name in ("ours", "LF only")}
+            name: evaluate(model, X, y, plan_for(name, keep_ratio, sched))
+            for name in ("ours", "LF only", "ToMe", "EViT", "random")}
     Xa = X[:n_amp]
     out["amplitude"]["no reduction"] = hf_amplitude_per_layer(model, Xa).tolist()
     for name in (*MAIN_VARIANTS, "LF only"):
