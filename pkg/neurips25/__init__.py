@@ -2,8 +2,9 @@
 
 Shared modules: ``runtime`` (seeding, device, scale, quiet Lightning trainer), ``data`` (offline
 datasets), ``nn`` (MLP, time embeddings), ``plotting`` (book style), ``display`` (source and tables),
-``results`` (stored sweep results), ``lm`` (tiny language models). One module per chapter, named by
-the chapter's slug, e.g. ``neurips25.sinkhorn_bridge``.
+``results`` (stored sweep results), ``stats`` (log-log rates and bootstrap intervals), ``lm`` (tiny
+language models). One module per chapter, named by the chapter's slug, e.g.
+``neurips25.sinkhorn_bridge``.
 """
 __version__ = "0.1.0"
 
