@@ -274,3 +274,41 @@ def test_cli_spiky10_writes_its_own_file(tmp_path, monkeypatch):
     payload = json.loads(out.read_text())
     assert payload["slug"] == "unlearning_spiky10" and payload["smoke"] is True
     assert payload["data"]["config"]["seeds"] == [0] and payload["data"]["config"]["checkpoints"] == [100]
+
+
+def test_poison10_small_is_the_stored_ten_seed_table1_sweep():
+    from neurips25.results import load_results
+    from neurips25.unlearning import POISON10, SWEEP
+
+    payload = load_results("unlearning_poison10")
+    cfg, small = payload["data"]["config"], POISON10["small"]
+    assert payload["slug"] == "unlearning_poison10" and "--experiment poison10" in payload["command"]
+    assert cfg["seeds"] == list(range(small["seeds"])) and cfg["tune_seeds"] == small["tune_seeds"]
+    assert cfg["budgets"] == small["budgets"] and cfg["steps"] == small["steps"]
+    # the 3-seed sweep's settings, only more evaluation seeds: same tuning, so seeds 0-2 repeat it
+    assert small == {**SWEEP["small"], "seeds": 10} and POISON10["full"] == small
+    stored = load_results("unlearning")["data"]
+    for T, res in stored["budgets"].items():
+        for m, r in res.items():
+            new = payload["data"]["budgets"][T][m]
+            assert new["best_hp"] == r["best_hp"] and new["sup"][:len(r["sup"])] == r["sup"], (T, m)
+
+
+def test_cli_poison10_writes_its_own_file(tmp_path, monkeypatch):
+    import json
+
+    from neurips25.unlearning import main
+
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")  # capped loops: checks the plumbing, not the numbers
+    out = tmp_path / "p.json"
+    det, warn, threads = (torch.are_deterministic_algorithms_enabled(),
+                          torch.is_deterministic_algorithms_warn_only_enabled(), torch.get_num_threads())
+    try:  # main() sets torch's global determinism and thread count: put them back afterwards
+        main(["--experiment", "poison10", "--seeds", "1", "--tune-seeds", "100", "--steps", "100",
+              "--budgets", "2", "--out", str(out)])
+    finally:
+        torch.use_deterministic_algorithms(det, warn_only=warn)
+        torch.set_num_threads(threads)
+    payload = json.loads(out.read_text())
+    assert payload["slug"] == "unlearning_poison10" and payload["smoke"] is True
+    assert payload["data"]["config"]["seeds"] == [0] and payload["data"]["config"]["budgets"] == [2]

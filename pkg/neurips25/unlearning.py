@@ -628,6 +628,12 @@ SPIKY = {
 SPIKY10 = {scale: dict(seeds=10, tune_seeds=[100, 101, 102], checkpoints=[10_000, 20_000, 50_000, 100_000],
                        budgets=[10, 100]) for scale in ("small", "full")}
 
+#: The chapter's sweep at the paper's number of trials behind ``unlearning_poison10.json``
+#: (``--experiment poison10``): the settings of ``SWEEP["small"]`` (the same two tuning seeds, hence the
+#: same chosen configurations) over evaluation seeds 0–9, so seeds 0–2 repeat the stored 3-seed sweep
+#: (bit for bit on the CPU that stored it; ~6 CPU-minutes on one core).
+POISON10 = {scale: dict(SWEEP["small"], seeds=10) for scale in ("small", "full")}
+
 #: How much the choice of configuration decides the spiky result (``unlearning_spiky_selection.json``,
 #: ``--experiment selection``): every configuration of both grids evaluated on three held-out tuning seeds
 #: and the evaluation seeds, from one snapshot (``small``: 5,000 steps, ~8 CPU-minutes; ``full``: the
@@ -640,11 +646,13 @@ SPIKY_SELECTION = {
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m neurips25.unlearning [--scale small|full] [--seeds 3] [--budgets 10 100 1000]``:
-    regenerate the stored sweep (settings: ``SWEEP[scale]``; flags override them)."""
+    regenerate the stored sweep (settings: ``SWEEP[scale]``; flags override them; ``--experiment``
+    picks another stored sweep and its settings table)."""
     from .results import add_scale_arguments, save_results
 
-    experiments = {"table1": None, "spiky": ("unlearning_spiky", SPIKY),  # name -> (slug, settings)
-                   "spiky10": ("unlearning_spiky10", SPIKY10),
+    experiments = {"table1": ("unlearning", SWEEP),  # name -> (slug, settings)
+                   "poison10": ("unlearning_poison10", POISON10),
+                   "spiky": ("unlearning_spiky", SPIKY), "spiky10": ("unlearning_spiky10", SPIKY10),
                    "selection": ("unlearning_spiky_selection", SPIKY_SELECTION)}
     p = argparse.ArgumentParser(prog="python -m neurips25.unlearning", description=main.__doc__)
     add_scale_arguments(p)
@@ -655,7 +663,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--checkpoints", type=int, nargs="+", default=None,
                    help="spiky: training-step snapshots to unlearn from")
     p.add_argument("--experiment", choices=tuple(experiments), default="table1",
-                   help="table1: the chapter's sweep (unlearning.json); spiky: the paper's own setup "
+                   help="table1: the chapter's sweep (unlearning.json); poison10: the same over 10 "
+                        "evaluation seeds (unlearning_poison10.json, POISON10); spiky: the paper's own setup "
                         "(unlearning_spiky.json, settings SPIKY[scale]); spiky10: the same over 10 seeds "
                         "(unlearning_spiky10.json, SPIKY10); selection: every configuration "
                         "of the spiky grids evaluated (unlearning_spiky_selection.json, SPIKY_SELECTION)")
@@ -666,7 +675,7 @@ def main(argv: list[str] | None = None) -> None:
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     settings = lambda table: {k: (v if getattr(a, k) is None else getattr(a, k))  # noqa: E731
                               for k, v in table[a.scale].items()}  # the scale's settings, flags override
-    if a.experiment != "table1":
+    if a.experiment not in ("table1", "poison10"):
         sel = a.experiment == "selection"
         slug, table = experiments[a.experiment]
         cfg = settings(table)
@@ -675,11 +684,12 @@ def main(argv: list[str] | None = None) -> None:
                                tuple(ks[-cap(len(ks)):]), tuple(cfg["budgets"]), log=log, all_configs=sel)
         print(save_results(slug, data, cmd.strip(), seed=0, path=a.out, scale=a.scale))
         return
-    cfg = settings(SWEEP)
+    slug, table = experiments[a.experiment]
+    cfg = settings(table)
     seeds, budgets, tune = list(range(cfg["seeds"])), list(cfg["budgets"]), list(cfg["tune_seeds"])
     data = run_sine_sweep(tuple(seeds[:cap(len(seeds))]), tuple(budgets[:cap(len(budgets))]),
                           tuple(tune[:cap(len(tune))]), steps=cfg["steps"], log=log)
-    print(save_results("unlearning", data, cmd.strip(), seed=0, path=a.out, scale=a.scale))
+    print(save_results(slug, data, cmd.strip(), seed=0, path=a.out, scale=a.scale))
 
 
 if __name__ == "__main__":
