@@ -164,3 +164,60 @@ def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint_384
         assert all(0 <= i < len(doc.segments) for i in chosen) and R.QUOTE not in filled
     scores = ret.scores(R.doc_tensors(test[:1], enc, vocab)[0])
     assert scores.shape == (8, 8) and scores.abs().max() <= 1 + 1e-5
+
+
+def _stand_in_encoder(texts):
+    """Fixed random unit vectors per text (384-d like MiniLM), so the sweep test needs no model."""
+    rows = [torch.randn(384, generator=torch.Generator().manual_seed(sum(map(ord, t)) * 31 + len(t)))
+            for t in texts]
+    return torch.nn.functional.normalize(torch.stack(rows), dim=-1)
+
+
+def test_retrieval_run_stores_ranks_and_metrics_deterministically():
+    kw = dict(n_train=2, n_test=2, n_segments=6, epochs=1, seeds=[0, 1], encoder=_stand_in_encoder,
+              device="cpu")
+    run = R.retrieval_run(1, **kw)
+    assert run["data_seed"] == 1 and run["n_placeholders"] == 12 and len(run["test_films"]) == 2
+    assert sorted(run["trained"]) == ["0", "1"]
+    for e in [run["zero_shot"], *run["trained"].values()]:
+        assert len(e["ranks"]) == 12 and all(1 <= r <= 6 for r in e["ranks"])
+        assert e["metrics"] == R.retrieval_metrics(torch.tensor(e["ranks"]))
+        assert e["metrics"]["R@10"] == 1.0  # 6 candidates per film
+    # the zero-shot baseline is the notebook's cos(e_prev + e_next, e_m), by hand
+    train, test = R.make_split(2, 2, 6, seed=1)
+    vocab = R.quote_vocab(train)
+    by_hand = torch.cat([R.rank_of_truth(R.zero_shot_scores(d))
+                         for d in R.doc_tensors(test, _stand_in_encoder, vocab)])
+    assert run["zero_shot"]["ranks"] == by_hand.tolist()
+    assert R.retrieval_run(1, **kw) == run  # same seeds, same ranks
+    g = R.r1_gains(run)
+    hits = [(torch.tensor(t["ranks"]) == 1).float() for t in run["trained"].values()]
+    zs = (torch.tensor(run["zero_shot"]["ranks"]) == 1).float()
+    assert g.tolist() == pytest.approx(((hits[0] + hits[1]) / 2 - zs).tolist())
+    with pytest.raises(ValueError, match="seeds"):
+        R.retrieval_run(0, **{**kw, "seeds": []})
+    with pytest.raises(ValueError, match="data_seed"):
+        R.retrieval_run(-1, **kw)
+
+
+def test_pooled_gain_ci_mean_of_seed_means_and_paired_resampling():
+    # constant gains within a seed: every resample gives the same statistic, the CI is a point
+    out = R.pooled_gain_ci([[0.2] * 5, [0.4] * 3])
+    assert out["mean"] == pytest.approx(0.3) and out["ci"] == pytest.approx([0.3, 0.3])
+    assert out["per_seed"] == pytest.approx([0.2, 0.4]) and out["n_boot"] == 2000 and out["seed"] == 0
+    # the statistic weights data seeds equally, not placeholders
+    assert R.pooled_gain_ci([[1.0] * 10, [0.0] * 2])["mean"] == pytest.approx(0.5)
+    rng = torch.Generator().manual_seed(0)
+    gains = [(torch.rand(200, generator=rng) - 0.4).tolist() for _ in range(3)]
+    a, b = R.pooled_gain_ci(gains), R.pooled_gain_ci(gains)
+    assert a == b and a["ci"][0] < a["mean"] < a["ci"][1]  # seeded: reproducible
+    se = (sum(torch.tensor(g).var().item() / len(g) for g in gains) ** 0.5) / 3
+    assert a["ci"][1] - a["ci"][0] == pytest.approx(2 * 1.96 * se, rel=0.2)  # about ± 1.96 SE
+    with pytest.raises(ValueError, match="gains"):
+        R.pooled_gain_ci([])
+    with pytest.raises(ValueError, match="gains"):
+        R.pooled_gain_ci([[0.1], []])
+    with pytest.raises(ValueError, match="finite"):
+        R.pooled_gain_ci([[float("nan")]])
+    with pytest.raises(ValueError, match="n_boot"):
+        R.pooled_gain_ci([[0.1]], n_boot=0)

@@ -15,9 +15,11 @@ all-MiniLM-L6-v2 sentence embeddings, and a small Lightning retriever head over 
 """
 from __future__ import annotations
 
+import argparse
 import math
 import random
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -35,7 +37,8 @@ __all__ = [
     "fill_placeholders", "quote_coverage", "parse_lead", "judge_teaser",
     "SentenceEncoder", "minilm_path", "DocTensors", "doc_tensors", "QuoteRetriever", "train_retriever",
     "rank_of_truth", "recall_at_k", "score_docs", "zero_shot_scores", "tfidf_scores", "random_recall",
-    "evaluate", "fill_teaser",
+    "evaluate", "fill_teaser", "RETRIEVAL", "DATA_SEEDS", "retrieval_metrics", "retrieval_run",
+    "retrieval_sweep", "pooled_gain_ci", "r1_gains", "main",
 ]
 
 QUOTE = "<quote>"
@@ -610,3 +613,136 @@ def judge_teaser(script: str, doc: Documentary, chosen: Sequence[int]) -> list[d
         out.append(dict(well_formed=label is not None, answerable=label in have, hit=label == pick,
                         same_speaker=label is not None and label[0] == pick[0]))
     return out
+
+
+# --------------------------------------------------------------------------- stored sweep (CLI)
+#: Sizes of the retrieval experiment per scale: films (training / test), candidate quotes per film,
+#: retriever epochs and training seeds. The notebook's ``CFG`` takes them from here, so its live cells
+#: and ``python -m neurips25.regen`` build the same split and train the same retrievers.
+RETRIEVAL = {
+    "small": dict(n_train=20, n_test=8, n_segments=36, epochs=25, seeds=[0, 1, 2]),
+    "full": dict(n_train=50, n_test=30, n_segments=66, epochs=40, seeds=[0, 1, 2, 3, 4]),
+}
+#: The data seeds (``make_split(..., seed=s)``) of the stored sweep; the notebook runs seed 0 live.
+DATA_SEEDS = (0, 1, 2)
+
+
+def retrieval_metrics(ranks) -> dict[str, float]:
+    """R@1/5/10 and MRR of 1-based ranks pooled over placeholders (the notebook's ``metrics``)."""
+    ranks = torch.as_tensor(ranks).float()
+    r = recall_at_k(ranks)
+    return {"R@1": r[1], "R@5": r[5], "R@10": r[10], "MRR": float((1 / ranks).mean())}
+
+
+def retrieval_run(data_seed: int, *, n_train: int, n_test: int, n_segments: int, epochs: int,
+                  seeds: Sequence[int], encoder=None, device: str | torch.device | None = None) -> dict:
+    """One data seed of the retrieval experiment, built exactly as the notebook builds it.
+
+    ``make_split(n_train, n_test, n_segments, seed=data_seed)``, a fresh MiniLM cache (``encoder``:
+    ``None`` for a new ``SentenceEncoder``, or any callable texts -> unit rows), the training films
+    then the test films embedded, the zero-shot baseline scored and one retriever trained per
+    training seed in ``seeds``. Returns, per method, the 1-based rank of the true quote for every test
+    placeholder (test films in order, their segments in order) and its R@1/5/10 and MRR."""
+    if isinstance(data_seed, bool) or not isinstance(data_seed, (int, np.integer)) or data_seed < 0:
+        raise ValueError(f"data_seed must be a non-negative int, got {data_seed!r}")
+    if not seeds:
+        raise ValueError("seeds must hold at least one training seed")
+    train_docs, test_docs = make_split(n_train, n_test, n_segments, seed=int(data_seed))
+    encoder = SentenceEncoder(device="cpu") if encoder is None else encoder
+    vocab = quote_vocab(train_docs)
+    train_t, test_t = doc_tensors(train_docs, encoder, vocab), doc_tensors(test_docs, encoder, vocab)
+
+    def entry(scores):
+        ranks = torch.cat([rank_of_truth(s) for s in scores])
+        return {"ranks": ranks.tolist(), "metrics": retrieval_metrics(ranks)}
+
+    trained = {}
+    for s in seeds:
+        model = train_retriever(train_t, len(vocab), epochs=epochs, seed=int(s), device=device)
+        trained[str(int(s))] = entry(score_docs(model.scores, test_t))
+    return {"data_seed": int(data_seed), "test_films": [d.doc_id for d in test_docs],
+            "n_placeholders": sum(len(d.segments) for d in test_docs),
+            "zero_shot": entry(score_docs(zero_shot_scores, test_t)), "trained": trained}
+
+
+def pooled_gain_ci(gains: Sequence, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
+    """Mean over data seeds of the per-seed mean paired gain, with a percentile bootstrap CI.
+
+    ``gains[d]`` holds one paired difference per test placeholder of data seed ``d`` (here: the
+    trained retrievers' R@1 hit averaged over training seeds minus the zero-shot hit, the same
+    placeholder on both sides). Each resample draws the placeholders of every data seed with
+    replacement, within that seed (``numpy.random.default_rng(seed)``; per data seed in order, an
+    ``(n_boot, n_d)`` index draw), and recomputes the statistic."""
+    gains = [np.asarray(g, dtype=float) for g in gains]
+    if not gains or any(g.ndim != 1 or g.size == 0 for g in gains):
+        raise ValueError("gains must be a non-empty list of non-empty 1-d arrays (one per data seed)")
+    if any(not np.isfinite(g).all() for g in gains):
+        raise ValueError("gains must be finite")
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 1:
+        raise ValueError(f"n_boot must be a positive int, got {n_boot!r}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    rng = np.random.default_rng(seed)
+    boot = np.zeros(n_boot)
+    for g in gains:
+        boot += g[rng.integers(0, len(g), size=(n_boot, len(g)))].mean(1)
+    boot /= len(gains)
+    lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+    return {"mean": float(np.mean([g.mean() for g in gains])), "per_seed": [float(g.mean()) for g in gains],
+            "ci": [float(lo), float(hi)], "level": level, "n_boot": n_boot, "seed": seed}
+
+
+def r1_gains(run: dict) -> np.ndarray:
+    """Per test placeholder of one ``retrieval_run``: mean R@1 hit of the trained retrievers (over
+    training seeds) minus the zero-shot hit."""
+    trained = np.array([np.asarray(t["ranks"]) == 1 for t in run["trained"].values()], dtype=float)
+    return trained.mean(0) - (np.asarray(run["zero_shot"]["ranks"]) == 1)
+
+
+def retrieval_sweep(data_seeds: Sequence[int], *, n_train: int, n_test: int, n_segments: int, epochs: int,
+                    seeds: Sequence[int], device: str | torch.device | None = None, log=None) -> dict:
+    """``retrieval_run`` for every data seed (``NEURIPS25_SMOKE=1``: the first two data seeds and
+    training seeds), plus the pooled R@1 gain and its bootstrap CI (``pooled_gain_ci``)."""
+    from .runtime import cap
+
+    if not data_seeds:
+        raise ValueError("data_seeds must hold at least one seed")
+    data_seeds, seeds = list(data_seeds)[:cap(len(data_seeds))], list(seeds)[:cap(len(seeds))]
+    runs = {}
+    for d in data_seeds:
+        runs[str(d)] = retrieval_run(d, n_train=n_train, n_test=n_test, n_segments=n_segments, epochs=epochs,
+                                     seeds=seeds, device=device)
+        if log:
+            m = runs[str(d)]
+            log(f"data seed {d}: zero-shot R@1 {m['zero_shot']['metrics']['R@1']:.3f}, trained "
+                + ", ".join(f"{t['metrics']['R@1']:.3f}" for t in m["trained"].values()))
+    return {"config": dict(n_train=n_train, n_test=n_test, n_segments=n_segments, epochs=epochs,
+                           seeds=[int(s) for s in seeds], data_seeds=[int(d) for d in data_seeds]),
+            "runs": runs, "r1_gain": pooled_gain_ci([r1_gains(runs[str(d)]) for d in data_seeds])}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m neurips25.regen [--scale small|full] [--data-seeds 0 1 2] [--seeds 0 1 2]``:
+    regenerate the stored retrieval sweep ``notebooks/results/regen.json``: for each data seed the
+    notebook's split and sizes (``RETRIEVAL[scale]``), the zero-shot MiniLM baseline and one trained
+    retriever per training seed, with every test placeholder's rank of the true quote."""
+    from .results import add_scale_arguments, save_results
+    from .runtime import seed_everything
+
+    p = argparse.ArgumentParser(prog="python -m neurips25.regen", description=main.__doc__)
+    add_scale_arguments(p)
+    p.add_argument("--data-seeds", type=int, nargs="+", default=list(DATA_SEEDS),
+                   help="seeds of make_split (the notebook's live split is data seed 0)")
+    p.add_argument("--seeds", type=int, nargs="+", default=None,
+                   help="training seeds of the retriever (default: RETRIEVAL[scale]['seeds'])")
+    a = p.parse_args(argv)
+    seed_everything(0)
+    cmd = "python -m neurips25.regen " + " ".join(argv if argv is not None else sys.argv[1:])
+    cfg = {**RETRIEVAL[a.scale], **({"seeds": a.seeds} if a.seeds else {})}
+    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    data = retrieval_sweep(a.data_seeds, **cfg, log=log)
+    print(save_results("regen", data, cmd.strip(), seed=0, path=a.out, scale=a.scale))
+
+
+if __name__ == "__main__":
+    main()
