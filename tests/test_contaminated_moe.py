@@ -118,6 +118,28 @@ def test_newton_mle_recovers_parameters_on_large_sample():
     assert float(hell.max()) < 0.03
 
 
+def test_em_reaches_the_newton_mle_and_stops_on_relative_tolerance():
+    from neurips25.contaminated_moe.mle import fit_em
+
+    expert, theta = _setting("distinguishable", 2000)
+    gen = torch.Generator().manual_seed(0)
+    star = theta.expand(2, -1)
+    x, y = cm.sample(2000, star, expert, gen)
+    start = star + 0.05 * torch.randn(star.shape, generator=gen, dtype=torch.float64)
+    th_n, done = cm.fit_mle(x, y, expert, start)
+    th_em, iters = fit_em(x, y, expert, start, rtol=1e-12, max_iter=3000)
+    assert bool(done.all()) and torch.allclose(th_em, th_n, atol=1e-6)
+    # a loose tolerance stops earlier, never later, and the log-likelihood only rises
+    th_loose, it_loose = fit_em(x, y, expert, start, rtol=1e-4)
+    assert bool((it_loose <= iters).all())
+    nll = [cm.neg_log_likelihood(t, x, y, expert) for t in (start, th_loose, th_em)]
+    assert bool((nll[1] <= nll[0]).all()) and bool((nll[2] <= nll[1] + 1e-12).all())
+    with pytest.raises(ValueError, match="rtol"):
+        fit_em(x, y, expert, start, rtol=0.0)
+    with pytest.raises(ValueError, match="theta_init"):
+        fit_em(x, y, expert, start[0])
+
+
 def test_lightning_module_agrees_with_newton():
     expert, theta = _setting("distinguishable")
     gen = torch.Generator().manual_seed(4)
@@ -216,3 +238,9 @@ def test_sweep_small_is_the_stored_sweep():
     att = data["attained"]
     assert att["reps"] == small["attained_reps"] and len(att["groups"]) == small["attained_groups"]
     assert all(set(fits) == set(cm.FAMILIES) for fits in att["groups"].values())
+    ext = att["extension"]  # the Gaussian-f0 continuation past 10^6 (--attained-extend)
+    from neurips25.contaminated_moe.__main__ import EXTEND_NS
+
+    assert ext["ns"] == EXTEND_NS and ext["reps"] == att["reps"] and set(ext["groups"]) == set(att["groups"])
+    assert all(len(g["errors"]["exp_tau"]) == len(EXTEND_NS) for g in ext["groups"].values())
+    assert len(ext["fisher_sd"]["exp_tau"]) == len(EXTEND_NS)

@@ -17,6 +17,7 @@ Contents
 - ``log_density`` / ``neg_log_likelihood`` / ``sample``: the model (logsumexp mixture, batched).
 - ``ContaminatedMoEMLE``: the MLE as a full-batch float64 L-BFGS ``LightningModule``.
 - ``fit_mle``: the same MLE by batched damped Newton over many repetitions at once (rate sweeps).
+- ``fit_em``: EM stopped on a relative log-likelihood tolerance (how MoE codes fit it; §4 uses EM).
 - ``hellinger_error``, ``parameter_errors``, ``rate_experiment``, ``fit_slope``: Table 1 / §4.
 - ``distinguishability_rank`` / ``is_distinguishable``: a numerical rank test of Definition 1.
 - ``fisher_information``: the per-sample Fisher information, for asymptotic error predictions.
@@ -24,7 +25,7 @@ Contents
 Modules: ``model`` (the density), ``mle`` (the two estimators), ``rates`` (errors, rates, Definition 1,
 Fisher information); ``python -m neurips25.contaminated_moe`` regenerates the stored rate sweeps.
 """
-from .mle import ContaminatedMoEMLE, fit_mle, fit_with_lightning, nll_grad_hess
+from .mle import ContaminatedMoEMLE, fit_em, fit_mle, fit_with_lightning, nll_grad_hess
 from .model import (
     FAMILIES,
     GATES,
@@ -54,6 +55,6 @@ from .rates import (
 __all__ = [
     "FAMILIES", "GATES", "SETTINGS", "THEORY_SLOPES", "PARAMS", "PretrainedExpert", "pack", "unpack", "paper_setting",
     "log_density", "neg_log_likelihood", "sample", "ContaminatedMoEMLE", "fit_with_lightning",
-    "fit_mle", "nll_grad_hess", "parameter_errors", "hellinger_error", "rate_experiment", "fit_slope",
+    "fit_mle", "fit_em", "nll_grad_hess", "parameter_errors", "hellinger_error", "rate_experiment", "fit_slope",
     "distinguishability_rank", "is_distinguishable", "fisher_information", "asymptotic_sd", "mle_errors",
 ]

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from ..results import add_scale_arguments, load_results, save_results
 from ..runtime import cap
-from .model import FAMILIES, PARAMS, SETTINGS, paper_setting
-from .rates import asymptotic_sd, fit_slope, mle_errors, rate_experiment
+from .mle import fit_em, fit_mle
+from .model import FAMILIES, PARAMS, SETTINGS, paper_setting, sample
+from .rates import asymptotic_sd, fit_slope, mle_errors, parameter_errors, rate_experiment
 
 LARGE_NS = [10_000, 31_623, 100_000, 316_228, 1_000_000]
 DELTAS = [0.4, 0.2, 0.1, 0.05, 0.025, 0.0125]
@@ -18,6 +20,9 @@ DELTA_N = 30_000
 #: Fisher information: its slope on [10⁴, 10⁶] is −0.27 against the theory's −1/4, and sd(e^τ̂) is
 #: ≤ 13 % of e^τ* from n = 10⁴ on, where the MLE is close to normal).
 ATTAINED = dict(gate="constant", delta_scale=0.3)
+#: The constant-gate study (Gaussian f0) continued past n = 10⁶, same groups and seeds: the
+#: measured trend of its local slope (pre-registered: lower half of the n grid vs upper half).
+EXTEND_NS = [3_162_278]
 
 #: The sweep behind ``notebooks/results/contaminated_moe.json`` (``small``: exactly the settings of the
 #: stored sweep, the §4 grid plus the ``large`` extension) and ``contaminated_moe.full.json`` (``full``).
@@ -105,6 +110,62 @@ def attained(reps: int, seed: int, groups: list[int], families=FAMILIES) -> dict
     return out
 
 
+def attained_extension(reps: int, seed: int, groups: list[int]) -> dict:
+    """The ``ATTAINED`` study of a Gaussian f0 continued to the n of ``EXTEND_NS`` (replicate group g:
+    ``reps`` data sets with seed ``seed + 1 + g``, fitted 8 at a time as in :func:`attained`), with
+    the Fisher prediction there."""
+    reps = cap(reps)
+    out: dict = {"ns": EXTEND_NS, "reps": reps, **ATTAINED, "groups": {},
+                 "fisher_sd": {k: [] for k in PARAMS}}
+    for n in EXTEND_NS:
+        sd = asymptotic_sd(*paper_setting("nondist_eta", n, f0_family="gaussian", **ATTAINED)[::-1],
+                           n_mc=cap(20_000, 2000))
+        for k in PARAMS:
+            out["fisher_sd"][k].append(sd[k] / n ** 0.5)
+    for g in groups:
+        res = [mle_errors("nondist_eta", n, reps, seed + 1 + g, f0_family="gaussian", chunk=8,
+                          **ATTAINED) for n in EXTEND_NS]
+        out["groups"][str(g)] = {
+            "errors": {k: [r["errors"][k] for r in res] for k in PARAMS},
+            "converged": [sum(r["converged"]) / reps for r in res],
+            "at_tau_bound": [sum(r["at_tau_bound"]) / reps for r in res]}
+        print("attained extension group", g, flush=True)
+    return out
+
+
+#: §4's setting (i) with the paper's gate, fitted by an EM stopped as MoE codes stop it (relative
+#: log-likelihood change <= 1e-6) and by the converged Newton MLE, on the same data and starts.
+EM_NS = [1_000, 2_512, 6_310, 15_849, 39_811, 100_000]
+EM_RTOL = 1e-6
+
+
+def em_study(reps: int, seed: int, init_noise: float = 0.05) -> dict:
+    """Setting (i) (paper's gate, Δ = n^{-1/8}) at the n of ``EM_NS``: ``reps`` data sets per n, each
+    fitted from one start (truth + N(0, ``init_noise``²)) by ``fit_em`` (``rtol = EM_RTOL``) and by
+    ``fit_mle``; per-repetition errors of both, EM iterations, Newton convergence."""
+    reps, ns = cap(reps), EM_NS[:cap(len(EM_NS), 3)]
+    out: dict = {"ns": ns, "reps": reps, "rtol": EM_RTOL, "init_noise": init_noise,
+                 "em": {k: [] for k in PARAMS}, "newton": {k: [] for k in PARAMS},
+                 "em_iters": [], "newton_converged": []}
+    for n in ns:
+        expert, theta_star = paper_setting("nondist_eta", n)
+        gen = torch.Generator().manual_seed(seed * 1_000_003 + n + 29)
+        star = theta_star.expand(reps, -1)
+        x, y = sample(n, star, expert, gen)
+        theta0 = star + init_noise * torch.randn(star.shape, generator=gen, dtype=torch.float64)
+        th_em, iters = fit_em(x, y, expert, theta0, rtol=EM_RTOL)
+        th_n, done = fit_mle(x, y, expert, theta0)
+        for name, th in (("em", th_em), ("newton", th_n)):
+            for k, v in parameter_errors(th, theta_star).items():
+                out[name][k].append(v.tolist())
+        out["em_iters"].append(iters.tolist())
+        out["newton_converged"].append(done.double().mean().item())
+        print("em study n", n, "median EM iterations", float(iters.double().median()), flush=True)
+    for name in ("em", "newton"):
+        out[f"{name}_slopes"] = {k: fit_slope(ns, out[name][k]) for k in PARAMS}
+    return out
+
+
 def _chain(command: str, part: str) -> str:
     """``command`` with ``part`` appended as one more `` && `` step (replacing an equal step)."""
     steps = [c for c in command.split(" && ") if c != part]
@@ -116,7 +177,9 @@ def main(argv=None) -> None:  # python -m neurips25.contaminated_moe
     large-n extension and the constant-gate study (settings: ``SWEEP[scale]``; flags override
     them). ``--large`` adds only the extension to the stored sweep, ``--tau-box`` only its τ-box
     study of setting (ii), ``--attained [--group G] [--family F]`` only the constant-gate study
-    (or some of its replicate groups and f0 families: one run each fits the CPU's time budget)."""
+    (or some of its replicate groups and f0 families: one run each fits the CPU's time budget),
+    ``--attained-extend`` only that study's continuation to the n of ``EXTEND_NS``, ``--em`` only the
+    EM-vs-Newton study of setting (i)."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m neurips25.contaminated_moe", description=main.__doc__)
@@ -135,6 +198,10 @@ def main(argv=None) -> None:  # python -m neurips25.contaminated_moe
                     help="add only the tau-box study of setting (ii) to the stored sweep")
     ap.add_argument("--attained", action="store_true",
                     help="add the constant-gate study to the stored sweep (keeps the rest)")
+    ap.add_argument("--attained-extend", action="store_true",
+                    help="add the constant-gate study's continuation past n = 10^6 (Gaussian f0)")
+    ap.add_argument("--em", action="store_true",
+                    help="add the EM-vs-Newton study of setting (i) (the paper's estimator)")
     ap.add_argument("--group", type=int, action="append", default=None,
                     help="with --attained: only this replicate group (repeatable)")
     ap.add_argument("--family", choices=FAMILIES, action="append", default=None,
@@ -147,7 +214,7 @@ def main(argv=None) -> None:  # python -m neurips25.contaminated_moe
         ap.error(f"--group needs --attained and groups in {all_groups}, got {args.group}")
     if args.family is not None and not args.attained:
         ap.error("--family needs --attained")
-    if args.large or args.attained or args.tau_box:
+    if args.large or args.attained or args.tau_box or args.attained_extend or args.em:
         stored = load_results("contaminated_moe", args.out, scale=args.scale)
         data, cmd = stored["data"], stored["command"]
         if args.large:
@@ -164,10 +231,20 @@ def main(argv=None) -> None:  # python -m neurips25.contaminated_moe
                     old[k] == new[k] for k in ("ns", "reps", *ATTAINED)):
                 for g, fits in old["groups"].items():  # keep the other groups and families
                     new["groups"][g] = {**fits, **new["groups"].get(g, {})}
+            if old is not None and "extension" in old and all(
+                    old[k] == new[k] for k in ("ns", "reps", *ATTAINED)):
+                new["extension"] = old["extension"]  # --attained-extend's continuation stays
             data["attained"] = new
             part = " ".join([f"--group {g}" for g in args.group or []]
                             + [f"--family {f}" for f in args.family or []])
             cmd = _chain(cmd, f"python -m neurips25.contaminated_moe{flag} --attained {part}".rstrip())
+        if args.attained_extend:
+            data["attained"]["extension"] = attained_extension(cfg["attained_reps"], cfg["seed"],
+                                                               all_groups)
+            cmd = _chain(cmd, f"python -m neurips25.contaminated_moe{flag} --attained-extend")
+        if args.em:
+            data["em"] = em_study(cfg["reps"], cfg["seed"])
+            cmd = _chain(cmd, f"python -m neurips25.contaminated_moe{flag} --em")
         print(save_results("contaminated_moe", data, cmd, stored["seed"], path=args.out, scale=args.scale))
         return
     ns = [int(round(v)) for v in np.geomspace(cfg["n_min"], cfg["n_max"], cfg["points"])]
@@ -183,10 +260,14 @@ def main(argv=None) -> None:  # python -m neurips25.contaminated_moe
         print(setting, {k: round(v["slope"], 3) for k, v in out["slopes_mean"].items()}, flush=True)
     data["large"] = large(cfg["large_reps"], cfg["seed"])
     data["attained"] = attained(cfg["attained_reps"], cfg["seed"], all_groups)
+    data["attained"]["extension"] = attained_extension(cfg["attained_reps"], cfg["seed"], all_groups)
+    data["em"] = em_study(cfg["reps"], cfg["seed"])
     cmd = (f"python -m neurips25.contaminated_moe{flag} --reps {cfg['reps']} --seed {cfg['seed']} "
            f"--n-min {cfg['n_min']:g} --n-max {cfg['n_max']:g} --points {cfg['points']} "
            f"--large-reps {cfg['large_reps']} --attained-reps {cfg['attained_reps']} "
-           f"--attained-groups {cfg['attained_groups']}")
+           f"--attained-groups {cfg['attained_groups']} && "
+           f"python -m neurips25.contaminated_moe{flag} --attained-extend && "
+           f"python -m neurips25.contaminated_moe{flag} --em")
     print(save_results("contaminated_moe", data, cmd, cfg["seed"], path=args.out, scale=args.scale))
 
 

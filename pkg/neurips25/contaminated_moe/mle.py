@@ -174,3 +174,77 @@ def fit_mle(x: torch.Tensor, y: torch.Tensor, expert: PretrainedExpert, theta_in
         theta[act] = torch.where(accept[:, None], trial, theta[act])
         lam[act] = torch.where(accept, (lam[act] / 4).clamp_min(1e-12), lam[act] * 4)
     return theta, done
+
+
+# --- the MLE by EM, stopped as MoE codes usually stop it (the paper's §4 estimator) ---------------
+
+def _weighted_newton_gate(w, feats, r, steps):
+    """M-step of the gate: a few Newton steps of max_w Σ r log σ(s) + (1−r) log σ(−s), s = feats·w."""
+    for _ in range(steps):
+        s = torch.einsum("...ni,...i->...n", feats, w)
+        p = torch.sigmoid(s)
+        g = torch.einsum("...ni,...n->...i", feats, r - p)
+        H = torch.einsum("...ni,...n,...nj->...ij", feats, p * (1 - p), feats)
+        H = H + 1e-10 * torch.eye(H.shape[-1], dtype=H.dtype, device=H.device)
+        w = w + torch.linalg.solve(H, g[..., None])[..., 0]
+    return w
+
+
+@single_thread()
+def fit_em(x: torch.Tensor, y: torch.Tensor, expert: PretrainedExpert, theta_init: torch.Tensor,
+           rtol: float = 1e-6, max_iter: int = 2000,
+           m_steps: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
+    """EM for eq. (1), stopped when the relative change of the log-likelihood falls below ``rtol``.
+
+    The usual EM for a mixture of experts (and the stopping rule of common MoE codes, e.g. R's
+    ``meteorits``: |ℓ_t − ℓ_{t−1}| / |ℓ_{t−1}| ≤ 10⁻⁶). E-step: the prompt's responsibility r_i.
+    M-step, ``m_steps`` Newton steps each: the gate (β, τ) by weighted logistic regression on r, the
+    prompt's η by weighted Gauss–Newton least squares, then ν = Σ r (y − tanh(ηᵀx))² / Σ r in closed
+    form. ``x`` (R, n, d), ``y`` (R, n), ``theta_init`` (R, 2d+2); each repetition stops on its own.
+    Returns (θ̂, number of EM iterations per repetition).
+    """
+    theta = _check_theta(theta_init, expert.d).detach().clone()
+    if theta.ndim != 2 or x.ndim != 3 or x.shape[0] != theta.shape[0]:
+        raise ValueError(f"expected theta_init (R, p) and x (R, n, d) with the same R, got "
+                         f"{tuple(theta.shape)} and {tuple(x.shape)}")
+    if not (isinstance(rtol, float) and rtol > 0):
+        raise ValueError(f"rtol must be a float > 0, got {rtol!r}")
+    R, d = theta.shape[0], expert.d
+    ones = torch.ones_like(x[..., :1])
+    gate_feats = torch.cat([x, ones], dim=-1)
+    log_f0 = expert.log_prob_at(y, expert.mean(x))
+    prev = torch.full((R,), float("nan"), dtype=torch.float64)
+    iters = torch.zeros(R, dtype=torch.long)
+    active = torch.ones(R, dtype=torch.bool)
+    for _ in range(cap(max_iter)):
+        act = active.nonzero()[:, 0]
+        th, xa, ya, fa, la = theta[act], x[act], y[act], gate_feats[act], log_f0[act]
+        g = unpack(th)
+        s = torch.einsum("...ni,...i->...n", fa, th[..., :d + 1])
+        m = torch.tanh(torch.einsum("...nd,...d->...n", xa, g["eta"]))
+        v = g["log_nu"][..., None]
+        a = -F.softplus(-s) - 0.5 * (_LOG2PI + v + (ya - m) ** 2 / v.exp())
+        b = -F.softplus(s) + la
+        ll = torch.logaddexp(a, b).sum(-1)
+        stop = (ll - prev[act]).abs() <= rtol * prev[act].abs()
+        prev[act] = ll
+        if bool(stop.any()):
+            active[act[stop]] = False
+            keep = ~stop
+            act, th, xa, ya, fa, a, b = act[keep], th[keep], xa[keep], ya[keep], fa[keep], a[keep], b[keep]
+            if len(act) == 0:
+                break
+        iters[act] += 1
+        r = torch.sigmoid(a - b)  # E-step
+        w = _weighted_newton_gate(th[..., :d + 1], fa, r, m_steps)
+        eta = unpack(th)["eta"]
+        for _ in range(m_steps):  # weighted Gauss–Newton for η
+            m = torch.tanh(torch.einsum("...nd,...d->...n", xa, eta))
+            J = (1 - m ** 2)[..., None] * xa
+            JtJ = torch.einsum("...ni,...n,...nj->...ij", J, r, J)
+            Jtr = torch.einsum("...ni,...n->...i", J, r * (ya - m))
+            eta = eta + torch.linalg.solve(JtJ, Jtr[..., None])[..., 0]
+        m = torch.tanh(torch.einsum("...nd,...d->...n", xa, eta))
+        nu = (r * (ya - m) ** 2).sum(-1) / r.sum(-1)
+        theta[act] = torch.cat([w, eta, nu.log()[..., None]], dim=-1)
+    return theta, iters
