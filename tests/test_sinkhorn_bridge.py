@@ -217,3 +217,38 @@ def test_neural_k_sweep_validates_its_arguments():
         neural_k_sweep(n=64, n_eval=100)
     with pytest.raises(ValueError, match="eps"):
         neural_k_sweep(eps=-0.1)
+
+
+def test_effective_targets_counts_the_averaged_targets():
+    from neurips25.sinkhorn_bridge import effective_targets
+
+    X, Y = _gauss(40, d=2, seed=11)
+    bridge = SinkhornBridge.fit(X, Y, 0.25)
+    z = X[:20]
+    ess = [bridge.effective_targets(z, t) for t in (0.0, 0.5, 0.95)]
+    assert all(e.shape == (20,) and (e >= 1 - 1e-9).all() and (e <= 40 + 1e-9).all() for e in ess)
+    assert ess[0].median() > ess[1].median() > ess[2].median()  # the kernel narrows as t -> 1
+    # identical targets with equal potentials: the softmax is uniform, all n count
+    same = effective_targets(z, 0.3, torch.zeros(7, 2, dtype=torch.float64),
+                             torch.zeros(7, dtype=torch.float64), 0.25)
+    assert torch.allclose(same, torch.full((20,), 7.0, dtype=torch.float64))
+    with pytest.raises(ValueError, match="g must have shape"):
+        effective_targets(z, 0.3, Y, torch.zeros(3, dtype=torch.float64), 0.25)
+
+
+def test_per_node_terms_sum_to_the_integral():
+    from neurips25.sinkhorn_bridge import gauss_legendre_times, statistical_sweep
+
+    B = random_spd(2, seed=1, eig_range=(0.25, 2.0))
+    sb = GaussianSB(torch.eye(2, dtype=torch.float64), B, 0.25)
+    X, Y = _gauss(50, d=2, B=B, seed=3)
+    drift = SinkhornBridge.fit(X, Y, 0.25).drift
+    terms = integrated_drift_error(drift, sb, 0.9, 5, 200, per_node=True)
+    assert terms.shape == (5,) and (terms >= 0).all()
+    assert terms.sum().item() == pytest.approx(integrated_drift_error(drift, sb, 0.9, 5, 200).item())
+    t = gauss_legendre_times(0.9, 5)
+    assert len(t) == 5 and 0 < t[0] < t[-1] < 0.9
+    plain = statistical_sweep([30, 60], trials=2, ms=[60, 60], n_t=4, n_mc=150)
+    split = statistical_sweep([30, 60], trials=2, ms=[60, 60], n_t=4, n_mc=150, per_t=True)
+    assert split["err"] == plain["err"]  # the totals do not change
+    assert np.allclose(np.array(split["err_t"]).sum(-1), split["err"]) and len(split["t"]) == 4

@@ -28,8 +28,9 @@ from .nn import TimeConditionedMLP
 from .runtime import lightning_module
 
 __all__ = [
-    "sinkhorn_potentials", "sinkhorn_coupling", "sinkhorn_drift", "SinkhornBridge",
-    "euler_maruyama", "GaussianSB", "integrated_drift_error", "bridge_matching_loss",
+    "sinkhorn_potentials", "sinkhorn_coupling", "sinkhorn_drift", "effective_targets", "SinkhornBridge",
+    "euler_maruyama", "GaussianSB", "integrated_drift_error", "gauss_legendre_times",
+    "bridge_matching_loss",
     "BridgeMatching", "coupling_pairs", "sinkhorn_divergence", "statistical_sweep", "neural_k_sweep",
 ]
 
@@ -141,13 +142,9 @@ def sinkhorn_coupling(X: torch.Tensor, Y: torch.Tensor, f: torch.Tensor, g: torc
 
 # --- the plug-in drift and the SDE -------------------------------------------------------------
 
-def sinkhorn_drift(z: torch.Tensor, t, Y: torch.Tensor, g: torch.Tensor, eps: float) -> torch.Tensor:
-    """Sinkhorn-bridge drift b(z, t) = (Σ_j γ_j Y_j / Σ_j γ_j − z)/(1 − t) (Pooladian & Niles-Weed).
-
-    z (B, d) or (..., B, d); Y (..., n, d) with potential g (..., n); t a float in [0, 1). The
-    ‖z‖² part of ‖Y_j − z‖² is the same for all j and cancels in the softmax, so the logits are
-    (g_j + (⟨z, Y_j⟩ − ½‖Y_j‖²)/(1 − t))/ε — a matrix product, no (B, n, d) tensor.
-    """
+def _drift_logits(z: torch.Tensor, t, Y: torch.Tensor, g: torch.Tensor, eps: float):
+    """Checked inputs and the logits of the drift's softmax over the targets, (..., B, n); also Y
+    (in z's dtype) and 1 − t."""
     z, Y = _check_points(z, "z"), _check_points(Y, "Y")
     if z.shape[-1] != Y.shape[-1]:
         raise ValueError(f"z and Y must have the same dimension d, got {z.shape[-1]} and {Y.shape[-1]}")
@@ -157,8 +154,27 @@ def sinkhorn_drift(z: torch.Tensor, t, Y: torch.Tensor, g: torch.Tensor, eps: fl
     Y, g = Y.to(z.dtype), g.to(z.dtype)
     s = 1.0 - t
     logits = (g[..., None, :] + (z @ Y.transpose(-1, -2) - 0.5 * (Y * Y).sum(-1)[..., None, :]) / s) / eps
+    return logits, Y, s
+
+
+def sinkhorn_drift(z: torch.Tensor, t, Y: torch.Tensor, g: torch.Tensor, eps: float) -> torch.Tensor:
+    """Sinkhorn-bridge drift b(z, t) = (Σ_j γ_j Y_j / Σ_j γ_j − z)/(1 − t) (Pooladian & Niles-Weed).
+
+    z (B, d) or (..., B, d); Y (..., n, d) with potential g (..., n); t a float in [0, 1). The
+    ‖z‖² part of ‖Y_j − z‖² is the same for all j and cancels in the softmax, so the logits are
+    (g_j + (⟨z, Y_j⟩ − ½‖Y_j‖²)/(1 − t))/ε — a matrix product, no (B, n, d) tensor.
+    """
+    logits, Y, s = _drift_logits(z, t, Y, g, eps)
     w = torch.softmax(logits, dim=-1)                      # γ_j / Σ γ, shape (..., B, n)
     return (w @ Y - z) / s
+
+
+def effective_targets(z: torch.Tensor, t, Y: torch.Tensor, g: torch.Tensor, eps: float) -> torch.Tensor:
+    """Effective number of targets 1/Σ_j w_j² behind the drift at (z, t), w_j = γ_j / Σ γ (the
+    softmax of ``sinkhorn_drift``), shape (..., B). It lies in [1, n]: the drift averages the targets
+    Y_j, and this counts how many of them it really averages (few near t = 1)."""
+    logits, _, _ = _drift_logits(z, t, Y, g, eps)
+    return 1.0 / (torch.softmax(logits, dim=-1) ** 2).sum(-1)
 
 
 @dataclass
@@ -177,6 +193,9 @@ class SinkhornBridge:
 
     def drift(self, z: torch.Tensor, t) -> torch.Tensor:
         return sinkhorn_drift(z, t, self.Y, self.g, self.eps)
+
+    def effective_targets(self, z: torch.Tensor, t) -> torch.Tensor:
+        return effective_targets(z, t, self.Y, self.g, self.eps)
 
     __call__ = drift
 
@@ -280,27 +299,37 @@ class GaussianSB:
 
 def integrated_drift_error(drift_hat: Drift, sb: GaussianSB, tau: float = 0.9, n_t: int = 12,
                            n_mc: int = 1000, seed: int = 0, reference: Drift | None = None,
-                           device=None) -> torch.Tensor:
+                           device=None, per_node: bool = False) -> torch.Tensor:
     """∫_0^τ E_{X_t ~ P*_t} ‖b*(X_t, t) − b̂(X_t, t)‖² dt by Gauss–Legendre in t and Monte Carlo in X_t.
 
     By Girsanov KL(P*|P̂) on [0, τ] is this integral / (2ε), and Pinsker gives TV² ≤ KL/2. The same
     samples are used for every estimator (common random numbers). ``reference`` replaces b* (e.g. by
     b^(∞) to isolate the algorithmic error). ``drift_hat`` may return a batch (..., n_mc, d): the
     result then has shape (...). The samples X_t are drawn on the CPU and moved to ``device`` (where
-    ``drift_hat`` computes; default CPU); the result lives there too.
+    ``drift_hat`` computes; default CPU); the result lives there too. With ``per_node=True`` the
+    result is (n_t, ...): the quadrature terms w_i (τ/2) E‖b* − b̂‖²(t_i), which sum to the integral
+    (the nodes are ``gauss_legendre_times(tau, n_t)``) — where in time the error sits.
     """
     tau = _check_t(tau, "tau")
     if tau == 0:
         raise ValueError("tau must be positive")
     nodes, weights = np.polynomial.legendre.leggauss(n_t)
     ref = sb.drift if reference is None else reference
-    total = 0.0
+    total, terms = 0.0, []
     for i, (u, w) in enumerate(zip(nodes, weights)):
         t = float(tau * (u + 1) / 2)
         z = sb.sample(t, n_mc, seed=seed * 1000 + i).to(device)
         err = ((drift_hat(z, t) - ref(z, t)) ** 2).sum(-1).mean(-1)
         total = total + float(w) * tau / 2 * err
-    return torch.as_tensor(total, device=device)
+        terms.append(torch.as_tensor(float(w) * tau / 2 * err, device=device))
+    return torch.stack(terms) if per_node else torch.as_tensor(total, device=device)
+
+
+def gauss_legendre_times(tau: float = 0.9, n_t: int = 12) -> list[float]:
+    """The times t_i on [0, τ] at which ``integrated_drift_error`` evaluates the drift error."""
+    tau = _check_t(tau, "tau")
+    nodes, _ = np.polynomial.legendre.leggauss(n_t)
+    return [float(tau * (u + 1) / 2) for u in nodes]
 
 
 # --- the regression form (Alg. 1) and its Lightning module -------------------------------------
@@ -388,7 +417,7 @@ def _check_sizes(v, name: str) -> list[int]:
 
 def statistical_sweep(ns: Sequence[int], trials: int, eps: float = 0.25, d: int = 3, tau: float = 0.9,
                       n_t: int = 12, n_mc: int = 1000, seed: int = 0, ms: Sequence[int] | None = None,
-                      device=None) -> dict:
+                      device=None, per_t: bool = False) -> dict:
     """Integrated drift error of the converged Sinkhorn bridge (k = ∞) against the exact Gaussian SB,
     μ = N(0, I), ν = N(0, B) with B a fixed random SPD matrix, m source and n target samples.
 
@@ -396,7 +425,9 @@ def statistical_sweep(ns: Sequence[int], trials: int, eps: float = 0.25, d: int 
     separate the 1/m and 1/n terms, hold one side fixed and large). Trials are batched; the samples are
     drawn on the CPU (the same numbers on every device) and the Sinkhorn fits and drift errors run on
     ``device`` (default CPU).
-    Returns {"m": [...], "n": [...], "err": [[trial errors] per size], ...}.
+    Returns {"m": [...], "n": [...], "err": [[trial errors] per size], ...}; with ``per_t=True`` also
+    ``"t"`` (the quadrature times) and ``"err_t"`` (per size, per trial, the quadrature terms, which
+    sum to ``err``; the ``err`` values are the same as without it).
     """
     from .data import random_spd
     from .runtime import cap
@@ -413,15 +444,28 @@ def statistical_sweep(ns: Sequence[int], trials: int, eps: float = 0.25, d: int 
     trials = cap(trials)  # bounded under NEURIPS25_SMOKE=1
     sb = GaussianSB(torch.eye(d, dtype=torch.float64), random_spd(d, seed=seed, eig_range=(0.25, 2.0)), eps)
     L1 = torch.linalg.cholesky(sb.Sigma1)
-    errs = []
+    errs, errs_t = [], []
     for m, n in zip(ms, ns):
         gen = torch.Generator().manual_seed(seed * 7919 + n if m == n else seed * 7919 + 100_003 * m + n)
         X = torch.randn(trials, m, d, generator=gen, dtype=torch.float64)
         Y = torch.randn(trials, n, d, generator=gen, dtype=torch.float64) @ L1.T
         bridge = SinkhornBridge.fit(X.to(device), Y.to(device), eps)
-        errs.append(integrated_drift_error(bridge.drift, sb, tau, n_t, n_mc, seed=seed, device=device).tolist())
-    return {"m": ms, "n": ns, "err": errs, "eps": eps, "d": d, "tau": tau, "n_t": n_t, "n_mc": n_mc,
-            "trials": trials}
+        if per_t:
+            terms = integrated_drift_error(bridge.drift, sb, tau, n_t, n_mc, seed=seed, device=device,
+                                           per_node=True)
+            total = 0.0
+            for term in terms:  # summed in the same order as the integral itself: identical values
+                total = total + term
+            errs.append(total.tolist())
+            errs_t.append(terms.T.tolist())  # (trials, n_t)
+        else:
+            errs.append(integrated_drift_error(bridge.drift, sb, tau, n_t, n_mc, seed=seed,
+                                               device=device).tolist())
+    out = {"m": ms, "n": ns, "err": errs, "eps": eps, "d": d, "tau": tau, "n_t": n_t, "n_mc": n_mc,
+           "trials": trials}
+    if per_t:
+        out.update(t=gauss_legendre_times(tau, n_t), err_t=errs_t)
+    return out
 
 
 def neural_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n: int = 512,
@@ -501,6 +545,12 @@ SWEEP = {
         "m_eq_n": dict(ns=[50, 100, 200, 400, 800, 1600], trials=10, eps=0.25),
         "vary_m": dict(ns=[25, 50, 100, 200, 400], trials=6, eps=0.25, fixed=800),
         "vary_n": dict(ns=[25, 50, 100, 200, 400], trials=6, eps=0.25, fixed=800),
+        # the extension (4x larger sizes; per-time error terms stored): does the 1/n term steepen?
+        "m_eq_n_ext": dict(ns=[50, 100, 200, 400, 800, 1600, 3200], trials=10, eps=0.25, per_t=True),
+        "vary_m_3200": dict(ns=[25, 50, 100, 200, 400, 800], trials=10, eps=0.25, fixed=3200,
+                            per_t=True),
+        "vary_n_3200": dict(ns=[25, 50, 100, 200, 400, 800], trials=10, eps=0.25, fixed=3200,
+                            per_t=True),
         "neural": dict(seeds=[0, 1, 2], steps=600, n=512),
         "neural_2000": dict(seeds=[0, 1, 2], steps=2000, n=512),
     },
@@ -514,11 +564,14 @@ SWEEP = {
 }
 
 
-def run_part(part: str, cfg: dict, seed: int = 0, device=None) -> dict:
-    """One entry of ``SWEEP[scale]``: a statistical sweep (``m_eq_n``, ``vary_m``, ``vary_n``) or a
-    neural k-sweep (``neural*``). Seeds, sizes and steps are bounded by ``runtime.cap`` under
-    ``NEURIPS25_SMOKE=1``."""
+def run_part(part: str, cfg: dict, seed: int = 0, device=None, name: str | None = None) -> dict:
+    """One entry of ``SWEEP[scale]``: a statistical sweep (``part`` = ``m_eq_n``, ``vary_m``,
+    ``vary_n``) or a neural k-sweep (``neural``); ``name`` is the entry's key (default ``part``; e.g.
+    ``vary_n_3200``), which its recorded command names. Seeds, sizes and steps are bounded by
+    ``runtime.cap`` under ``NEURIPS25_SMOKE=1``."""
     from .runtime import cap
+
+    name = part if name is None else name
 
     if part.startswith("neural"):
         seeds = cfg["seeds"][: cap(len(cfg["seeds"]), 1)]
@@ -534,9 +587,10 @@ def run_part(part: str, cfg: dict, seed: int = 0, device=None) -> dict:
         ms, ns = ns, [cfg["fixed"]] * len(ns)
     elif part == "vary_n":
         ms = [cfg["fixed"]] * len(ns)
-    res = statistical_sweep(ns, cap(cfg["trials"]), eps=cfg["eps"], seed=seed, ms=ms, device=device)
+    res = statistical_sweep(ns, cap(cfg["trials"]), eps=cfg["eps"], seed=seed, ms=ms, device=device,
+                            per_t=cfg.get("per_t", False))
     sizes = ms if part == "vary_m" else ns
-    cmd = (f"python -m neurips25.sinkhorn_bridge --part {part} --ns {' '.join(map(str, sizes))}"
+    cmd = (f"python -m neurips25.sinkhorn_bridge --part {name} --ns {' '.join(map(str, sizes))}"
            f" --trials {cfg['trials']} --eps {cfg['eps']} --seed {seed}")
     res["command"] = cmd + (f" --fixed {cfg['fixed']}" if part in ("vary_m", "vary_n") else "")
     return res
@@ -571,14 +625,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     data = load_results("sinkhorn_bridge", path=path)["data"] if path.exists() else {}
     dev = pick_device()
     for part in parts:
-        base = "neural" if part.startswith("neural") else part
-        if base not in ("m_eq_n", "vary_m", "vary_n", "neural"):
+        base = next((b for b in ("m_eq_n", "vary_m", "vary_n", "neural") if part.startswith(b)), None)
+        if base is None or (base != "neural" and part not in sweep):
             raise SystemExit(f"--part must be all or one of {sorted(sweep)}, got {part!r}")
         cfg = dict(sweep.get(part, sweep[next(k for k in sweep if k.startswith(base))]))
         over = {"ns": a.ns, "fixed": a.fixed, "trials": a.trials, "eps": a.eps, "seeds": a.seeds,
                 "steps": a.steps, "n": a.n}
         cfg.update({k: v for k, v in over.items() if v is not None and k in cfg})
-        res = run_part(base, cfg, a.seed, dev)
+        res = run_part(base, cfg, a.seed, dev, name=part)
         if base == "neural" and part == "neural" and a.steps is not None and a.steps != sweep["neural"]["steps"]:
             part = f"neural_{a.steps}"
         data[part] = res
