@@ -256,7 +256,11 @@ def test_spiky10_small_is_the_stored_ten_seed_sweep():
     assert small["tune_seeds"] == SPIKY["full"]["tune_seeds"] and set(SPIKY10["full"]) == set(small)
 
 
-def test_cli_spiky10_writes_its_own_file(tmp_path, monkeypatch):
+@pytest.mark.parametrize("experiment, extra, key, value", [
+    ("spiky10", ["--checkpoints", "100"], "checkpoints", [100]),
+    ("poison10", ["--steps", "100"], "budgets", [2]),
+])
+def test_cli_ten_seed_sweeps_write_their_own_files(tmp_path, monkeypatch, experiment, extra, key, value):
     import json
 
     from neurips25.unlearning import main
@@ -266,14 +270,14 @@ def test_cli_spiky10_writes_its_own_file(tmp_path, monkeypatch):
     det, warn, threads = (torch.are_deterministic_algorithms_enabled(),
                           torch.is_deterministic_algorithms_warn_only_enabled(), torch.get_num_threads())
     try:  # main() sets torch's global determinism and thread count: put them back afterwards
-        main(["--experiment", "spiky10", "--seeds", "1", "--tune-seeds", "100", "--checkpoints", "100",
+        main(["--experiment", experiment, "--seeds", "1", "--tune-seeds", "100", *extra,
               "--budgets", "2", "--out", str(out)])
     finally:
         torch.use_deterministic_algorithms(det, warn_only=warn)
         torch.set_num_threads(threads)
     payload = json.loads(out.read_text())
-    assert payload["slug"] == "unlearning_spiky10" and payload["smoke"] is True
-    assert payload["data"]["config"]["seeds"] == [0] and payload["data"]["config"]["checkpoints"] == [100]
+    assert payload["slug"] == f"unlearning_{experiment}" and payload["smoke"] is True
+    assert payload["data"]["config"]["seeds"] == [0] and payload["data"]["config"][key] == value
 
 
 def test_poison10_small_is_the_stored_ten_seed_table1_sweep():
@@ -292,23 +296,3 @@ def test_poison10_small_is_the_stored_ten_seed_table1_sweep():
         for m, r in res.items():
             new = payload["data"]["budgets"][T][m]
             assert new["best_hp"] == r["best_hp"] and new["sup"][:len(r["sup"])] == r["sup"], (T, m)
-
-
-def test_cli_poison10_writes_its_own_file(tmp_path, monkeypatch):
-    import json
-
-    from neurips25.unlearning import main
-
-    monkeypatch.setenv("NEURIPS25_SMOKE", "1")  # capped loops: checks the plumbing, not the numbers
-    out = tmp_path / "p.json"
-    det, warn, threads = (torch.are_deterministic_algorithms_enabled(),
-                          torch.is_deterministic_algorithms_warn_only_enabled(), torch.get_num_threads())
-    try:  # main() sets torch's global determinism and thread count: put them back afterwards
-        main(["--experiment", "poison10", "--seeds", "1", "--tune-seeds", "100", "--steps", "100",
-              "--budgets", "2", "--out", str(out)])
-    finally:
-        torch.use_deterministic_algorithms(det, warn_only=warn)
-        torch.set_num_threads(threads)
-    payload = json.loads(out.read_text())
-    assert payload["slug"] == "unlearning_poison10" and payload["smoke"] is True
-    assert payload["data"]["config"]["seeds"] == [0] and payload["data"]["config"]["budgets"] == [2]
