@@ -208,6 +208,19 @@ def test_neural_k_sweep_runs_on_device(any_device):
     assert out["samples"][1].shape == (32, 2)
 
 
+def test_neural_k_sweep_fresh_sources_leave_the_training_source_scores_unchanged():
+    from neurips25.sinkhorn_bridge import neural_k_sweep
+
+    kw = dict(ks=(1, None), n=64, n_eval=32, steps=3, batch=16, hidden=(8,))
+    plain, fresh = neural_k_sweep(**kw), neural_k_sweep(**kw, fresh=True)
+    assert "S_neural_fresh" not in plain
+    for key in ("S_neural", "S_plugin", "S_independent", "tv_marginal"):
+        assert fresh[key] == plain[key]
+    assert len(fresh["S_neural_fresh"]) == len(fresh["S_plugin_fresh"]) == 2
+    assert np.isfinite(fresh["S_neural_fresh"] + fresh["S_plugin_fresh"]).all()
+    assert fresh["S_independent_fresh"] >= 0 and fresh["S_neural_fresh"] != fresh["S_neural"]
+
+
 def test_neural_k_sweep_validates_its_arguments():
     from neurips25.sinkhorn_bridge import neural_k_sweep
 

@@ -472,7 +472,7 @@ def neural_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n
                    eps: float = 0.1, tau: float = 0.98, steps: int = 600, batch: int = 256,
                    hidden: Sequence[int] = (64, 64, 64), lr: float = 3e-3, n_eval: int = 500,
                    reg: float = 0.1, independent: bool = True, keep_samples: bool = False,
-                   device=None) -> dict:
+                   fresh: bool = False, device=None) -> dict:
     """8 Gaussians → moons: neural bridges (Alg. 1) trained on π^(k) for each k in ``ks``
     (``None`` = converged), and the plug-in bridges b^(k) themselves.
 
@@ -480,7 +480,10 @@ def neural_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n
     simulated from the first ``n_eval`` *training* sources (``S_neural``, ``S_plugin``), and the total
     variation between the second marginal of π^(k) and ν_n (``tv_marginal``), which is what finite k
     gets wrong. ``S_floor`` is S between two independent ``n_eval``-samples of the moons (the metric's
-    noise floor). Seeds shift the data, the pairs and the network initialisation. With
+    noise floor). With ``fresh=True`` every bridge is also simulated from ``n_eval`` *fresh* source
+    samples (8 Gaussians, data seed ``100 * seed + 21``), scored the same way (``S_neural_fresh``,
+    ``S_plugin_fresh``, ``S_independent_fresh``); this adds the 1/m error of the source sample.
+    Seeds shift the data, the pairs and the network initialisation. With
     ``keep_samples=True`` also ``samples``: {name: X̂_1} and the data ``X0``, ``X1``, ``X1_test``.
     Data are drawn on the CPU; Sinkhorn, the networks' training and both SDE simulations run on
     ``device`` (default CPU); samples come back to the CPU for the divergence (POT).
@@ -502,6 +505,7 @@ def neural_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n
     X1_other = toy_2d("moons", n_eval, seed=100 * seed + 12, dtype=torch.float64)
     S = lambda A: sinkhorn_divergence(A, X1_test, reg=reg)
     src = X0[:n_eval]
+    src_fresh = toy_2d("8gaussians", n_eval, seed=100 * seed + 21, dtype=torch.float64).to(dev)
     out: dict = {"k": [], "S_neural": [], "S_plugin": [], "tv_marginal": [], "seed": seed, "steps": steps,
                  "eps": eps, "n": n, "S_floor": S(X1_other)}
     runs = [(k, "k") for k in ks] + ([(None, "independent")] if independent else [])
@@ -513,6 +517,9 @@ def neural_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n
             pi = sinkhorn_coupling(X0, X1, f, g, eps)
             plug = lambda z, t, g=g: sinkhorn_drift(z, t, X1, g, eps)
             x_plug = euler_maruyama(plug, src, eps, tau=tau, n_steps=100, seed=3, predict_endpoint=True)
+            if fresh:
+                x_plug_f = euler_maruyama(plug, src_fresh, eps, tau=tau, n_steps=100, seed=3,
+                                          predict_endpoint=True)
         seed_everything(seed)
         x0, x1 = coupling_pairs(X0, X1, pi, cap(steps) * batch, seed=1000 * seed + i)  # cap: smoke runs
         loader = DataLoader(TensorDataset(x0.float(), x1.float()), batch_size=batch, shuffle=False)
@@ -522,12 +529,20 @@ def neural_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n
         x_nn = euler_maruyama(model, src.float(), eps, tau=tau, n_steps=100, seed=3, predict_endpoint=True).cpu()
         if keep_samples:
             out.setdefault("samples", {})["independent" if kind == "independent" else k] = x_nn.numpy()
+        if fresh:
+            x_nn_f = euler_maruyama(model, src_fresh.float(), eps, tau=tau, n_steps=100, seed=3,
+                                    predict_endpoint=True).cpu()
         if kind == "independent":
             out["S_independent"] = S(x_nn)
+            if fresh:
+                out["S_independent_fresh"] = S(x_nn_f)
             continue
         out["k"].append(k)
         out["S_neural"].append(S(x_nn))
         out["S_plugin"].append(S(x_plug))
+        if fresh:
+            out.setdefault("S_neural_fresh", []).append(S(x_nn_f))
+            out.setdefault("S_plugin_fresh", []).append(S(x_plug_f.cpu()))
         out["tv_marginal"].append(0.5 * float((pi.sum(0) - 1.0 / n).abs().sum()))
     if keep_samples:
         out.update(X0=X0.cpu().numpy(), X1=X1.cpu().numpy(), X1_test=X1_test.numpy())
@@ -553,13 +568,15 @@ SWEEP = {
                             per_t=True),
         "neural": dict(seeds=[0, 1, 2], steps=600, n=512),
         "neural_2000": dict(seeds=[0, 1, 2], steps=2000, n=512),
+        # near convergence (within ~0.003 of the plug-in bridge), also scored from fresh sources
+        "neural_5000": dict(seeds=[0, 1, 2], steps=5000, n=512, fresh=True),
     },
     "full": {
         "m_eq_n": dict(ns=[50, 100, 200, 400, 800, 1600, 3200, 6400], trials=20, eps=0.1),
         "vary_m": dict(ns=[25, 50, 100, 200, 400, 800], trials=20, eps=0.1, fixed=3200),
         "vary_n": dict(ns=[25, 50, 100, 200, 400, 800], trials=20, eps=0.1, fixed=3200),
         "neural": dict(seeds=[0, 1, 2, 3, 4], steps=2000, n=2048),
-        "neural_5000": dict(seeds=[0, 1, 2, 3, 4], steps=5000, n=2048),
+        "neural_5000": dict(seeds=[0, 1, 2, 3, 4], steps=5000, n=2048, fresh=True),
     },
 }
 
@@ -576,10 +593,12 @@ def run_part(part: str, cfg: dict, seed: int = 0, device=None, name: str | None 
     if part.startswith("neural"):
         seeds = cfg["seeds"][: cap(len(cfg["seeds"]), 1)]
         n = cap(cfg["n"], 256)  # samples per side, bounded under NEURIPS25_SMOKE=1
-        res = {"runs": [neural_k_sweep(seed=s, steps=cfg["steps"], n=n, n_eval=min(500, n), device=device)
-                        for s in seeds]}
+        fresh = bool(cfg.get("fresh", False))
+        res = {"runs": [neural_k_sweep(seed=s, steps=cfg["steps"], n=n, n_eval=min(500, n), fresh=fresh,
+                                       device=device) for s in seeds]}
         res["command"] = (f"python -m neurips25.sinkhorn_bridge --part neural --seeds {' '.join(map(str, seeds))}"
-                          f" --steps {cfg['steps']}" + (f" --n {cfg['n']}" if cfg["n"] != 512 else ""))
+                          f" --steps {cfg['steps']}" + (f" --n {cfg['n']}" if cfg["n"] != 512 else "")
+                          + (" --fresh" if fresh else ""))
         return res
     ns = cfg["ns"][: cap(len(cfg["ns"]))]
     ms = None
@@ -617,6 +636,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--seeds", type=int, nargs="+", help="neural part")
     p.add_argument("--steps", type=int, help="neural part")
     p.add_argument("--n", type=int, help="neural part: samples per side")
+    p.add_argument("--fresh", action="store_true",
+                   help="neural part: also score every bridge from fresh source samples")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
     sweep = SWEEP[a.scale]
@@ -629,8 +650,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         if base is None or (base != "neural" and part not in sweep):
             raise SystemExit(f"--part must be all or one of {sorted(sweep)}, got {part!r}")
         cfg = dict(sweep.get(part, sweep[next(k for k in sweep if k.startswith(base))]))
+        if base == "neural":
+            cfg.setdefault("fresh", False)
         over = {"ns": a.ns, "fixed": a.fixed, "trials": a.trials, "eps": a.eps, "seeds": a.seeds,
-                "steps": a.steps, "n": a.n}
+                "steps": a.steps, "n": a.n, "fresh": a.fresh or None}
         cfg.update({k: v for k, v in over.items() if v is not None and k in cfg})
         res = run_part(base, cfg, a.seed, dev, name=part)
         if base == "neural" and part == "neural" and a.steps is not None and a.steps != sweep["neural"]["steps"]:
