@@ -313,11 +313,10 @@ def integrated_drift_error(drift_hat: Drift, sb: GaussianSB, tau: float = 0.9, n
     tau = _check_t(tau, "tau")
     if tau == 0:
         raise ValueError("tau must be positive")
-    nodes, weights = np.polynomial.legendre.leggauss(n_t)
+    _, weights = np.polynomial.legendre.leggauss(n_t)
     ref = sb.drift if reference is None else reference
     total, terms = 0.0, []
-    for i, (u, w) in enumerate(zip(nodes, weights)):
-        t = float(tau * (u + 1) / 2)
+    for i, (t, w) in enumerate(zip(gauss_legendre_times(tau, n_t), weights)):
         z = sb.sample(t, n_mc, seed=seed * 1000 + i).to(device)
         err = ((drift_hat(z, t) - ref(z, t)) ** 2).sum(-1).mean(-1)
         total = total + float(w) * tau / 2 * err

@@ -61,6 +61,12 @@ def fit_with_lightning(x: torch.Tensor, y: torch.Tensor, expert: PretrainedExper
 
 # --- the MLE by batched damped Newton (for rate sweeps over many repetitions) ---------------------
 
+def _log_parts(s, m, v, y, log_f0):
+    """a = log(w1 N(y | m, e^v)) and b = log(w0 f0(y)) per sample, w1 = σ(s): ℓ = logaddexp(a, b)."""
+    a = -F.softplus(-s) - 0.5 * (_LOG2PI + v + (y - m) ** 2 / v.exp())
+    return a, -F.softplus(s) + log_f0
+
+
 def _local_derivatives(theta, x, y, expert):
     """Per-sample log-likelihood ℓ(s, t, v) with its gradient and Hessian in q = (s, t, v).
 
@@ -75,8 +81,7 @@ def _local_derivatives(theta, x, y, expert):
     nu = v.exp()
     u = y - m
     c = 1 - m ** 2  # dm/dt
-    a = -F.softplus(-s) - 0.5 * (_LOG2PI + v + u ** 2 / nu)
-    b = -F.softplus(s) + expert.log_prob_at(y, expert.mean(x))
+    a, b = _log_parts(s, m, v, y, expert.log_prob_at(y, expert.mean(x)))
     ell = torch.logaddexp(a, b)
     r = torch.sigmoid(a - b)
     w1 = torch.sigmoid(s)
@@ -222,9 +227,7 @@ def fit_em(x: torch.Tensor, y: torch.Tensor, expert: PretrainedExpert, theta_ini
         g = unpack(th)
         s = torch.einsum("...ni,...i->...n", fa, th[..., :d + 1])
         m = torch.tanh(torch.einsum("...nd,...d->...n", xa, g["eta"]))
-        v = g["log_nu"][..., None]
-        a = -F.softplus(-s) - 0.5 * (_LOG2PI + v + (ya - m) ** 2 / v.exp())
-        b = -F.softplus(s) + la
+        a, b = _log_parts(s, m, g["log_nu"][..., None], ya, la)
         ll = torch.logaddexp(a, b).sum(-1)
         stop = (ll - prev[act]).abs() <= rtol * prev[act].abs()
         prev[act] = ll
