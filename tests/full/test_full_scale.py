@@ -27,6 +27,10 @@ SLUGS = sorted(p.stem for p in NB_DIR.glob("*.ipynb"))
 # alone and up to 313 s with another heavy one beside them on the second core (`-n 2`). An uncapped
 # full-scale run takes half an hour or more on a CPU, so 480 s still tells the two apart.
 BUDGET_S = 480
+# RETRY_NOTE: a run over budget is run once more and the faster of the two counts. Wall time on a
+# shared two-core machine can stall: CI once measured frm's smoke run at 498 s where it takes 20-30 s
+# (same commit, before and after, on this machine kind; not reproduced). An uncapped run is over
+# budget both times (each cell is also stopped at BUDGET_S), so the retry cannot hide one.
 
 _spec = importlib.util.spec_from_file_location("ci_execute", ROOT / ".ci" / "execute.py")
 ci_execute = importlib.util.module_from_spec(_spec)
@@ -38,9 +42,15 @@ def test_full_config_runs_under_smoke(slug, monkeypatch, tmp_path):
     monkeypatch.setenv("NEURIPS25_SCALE", "full")
     monkeypatch.setenv("NEURIPS25_SMOKE", "1")
     monkeypatch.delenv("NEURIPS25_RECORD_CLAIMS", raising=False)
-    secs, nb = ci_execute.execute(NB_DIR / f"{slug}.ipynb", tmp_path, allow_claim_failures=True,
-                                  timeout=BUDGET_S)
-    _, errors = ci_execute.cell_errors(nb)
-    assert not errors, f"{slug}: full config under NEURIPS25_SMOKE=1 failed:\n" + "\n\n".join(
-        f"cell {i}: {msg}\n{tb}" for i, msg, tb in errors)
-    assert secs <= BUDGET_S, f"{slug}: smoke run took {secs:.0f} s (> {BUDGET_S} s): loops not capped?"
+    times = []
+    for _ in range(2):  # a run over budget is measured once more (see RETRY_NOTE)
+        secs, nb = ci_execute.execute(NB_DIR / f"{slug}.ipynb", tmp_path, allow_claim_failures=True,
+                                      timeout=BUDGET_S)
+        _, errors = ci_execute.cell_errors(nb)
+        assert not errors, f"{slug}: full config under NEURIPS25_SMOKE=1 failed:\n" + "\n\n".join(
+            f"cell {i}: {msg}\n{tb}" for i, msg, tb in errors)
+        times.append(secs)
+        if secs <= BUDGET_S:
+            break
+    assert min(times) <= BUDGET_S, (
+        f"{slug}: smoke runs took {', '.join(f'{t:.0f}' for t in times)} s (> {BUDGET_S} s): loops not capped?")
