@@ -256,6 +256,21 @@ def test_spiky10_small_is_the_stored_ten_seed_sweep():
     assert small["tune_seeds"] == SPIKY["full"]["tune_seeds"] and set(SPIKY10["full"]) == set(small)
 
 
+def test_spiky_table1_small_is_the_stored_sweep():
+    from neurips25.results import load_results
+    from neurips25.unlearning import METHODS, SPIKY10, SPIKY_TABLE1
+
+    payload = load_results("unlearning_spiky_table1")
+    cfg, small = payload["data"]["config"], SPIKY_TABLE1["small"]
+    assert payload["slug"] == "unlearning_spiky_table1" and "--experiment spiky_table1" in payload["command"]
+    assert cfg["seeds"] == list(range(small["seeds"])) and cfg["tune_seeds"] == small["tune_seeds"]
+    assert cfg["checkpoints"] == small["checkpoints"] == [100_000] and cfg["budgets"] == [10, 100, 1000]
+    assert cfg["methods"] == list(METHODS) == small["methods"]  # Table 1: every method
+    # the same evaluation and tuning seeds as the ten-seed spiky run, so the shared runs must agree
+    assert small["seeds"] == SPIKY10["small"]["seeds"] and small["tune_seeds"] == SPIKY10["small"]["tune_seeds"]
+    assert SPIKY_TABLE1["full"] == small
+
+
 @pytest.mark.parametrize("experiment, extra, key, value", [
     ("spiky10", ["--checkpoints", "100"], "checkpoints", [100]),
     ("poison10", ["--steps", "100"], "budgets", [2]),

@@ -628,6 +628,13 @@ SPIKY = {
 SPIKY10 = {scale: dict(seeds=10, tune_seeds=[100, 101, 102], checkpoints=[10_000, 20_000, 50_000, 100_000],
                        budgets=[10, 100]) for scale in ("small", "full")}
 
+#: Table 1 in the paper's own setup behind ``unlearning_spiky_table1.json`` (``--experiment spiky_table1``):
+#: every method at T = 10 / 100 / 1000 from the paper's 100,000-step poisoned network, 10 evaluation seeds,
+#: configurations chosen on three tuning seeds (~40 CPU-minutes on one core: ~2 per model, ~1 s per
+#: 1000-epoch unlearning run). The paper's size, so both scales are the same settings.
+SPIKY_TABLE1 = {scale: dict(seeds=10, tune_seeds=[100, 101, 102], checkpoints=[100_000], budgets=[10, 100, 1000],
+                            methods=list(METHODS)) for scale in ("small", "full")}
+
 #: The chapter's sweep at the paper's number of trials behind ``unlearning_poison10.json``
 #: (``--experiment poison10``): the settings of ``SWEEP["small"]`` (the same two tuning seeds, hence the
 #: same chosen configurations) over evaluation seeds 0–9, so seeds 0–2 repeat the stored 3-seed sweep
@@ -653,6 +660,7 @@ def main(argv: list[str] | None = None) -> None:
     experiments = {"table1": ("unlearning", SWEEP),  # name -> (slug, settings)
                    "poison10": ("unlearning_poison10", POISON10),
                    "spiky": ("unlearning_spiky", SPIKY), "spiky10": ("unlearning_spiky10", SPIKY10),
+                   "spiky_table1": ("unlearning_spiky_table1", SPIKY_TABLE1),
                    "selection": ("unlearning_spiky_selection", SPIKY_SELECTION)}
     p = argparse.ArgumentParser(prog="python -m neurips25.unlearning", description=main.__doc__)
     add_scale_arguments(p)
@@ -666,14 +674,15 @@ def main(argv: list[str] | None = None) -> None:
                    help="table1: the chapter's sweep (unlearning.json); poison10: the same over 10 "
                         "evaluation seeds (unlearning_poison10.json, POISON10); spiky: the paper's own setup "
                         "(unlearning_spiky.json, settings SPIKY[scale]); spiky10: the same over 10 seeds "
-                        "(unlearning_spiky10.json, SPIKY10); selection: every configuration "
+                        "(unlearning_spiky10.json, SPIKY10); spiky_table1: every method at T = 10 / 100 / "
+                        "1000 in that setup (unlearning_spiky_table1.json, SPIKY_TABLE1); selection: every configuration "
                         "of the spiky grids evaluated (unlearning_spiky_selection.json, SPIKY_SELECTION)")
     a = p.parse_args(argv)
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.set_num_threads(1)  # 90k-parameter model: thread synchronisation costs more than it saves
     cmd = "python -m neurips25.unlearning " + " ".join(argv if argv is not None else sys.argv[1:])
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
-    settings = lambda table: {k: (v if getattr(a, k) is None else getattr(a, k))  # noqa: E731
+    settings = lambda table: {k: (v if getattr(a, k, None) is None else getattr(a, k))  # noqa: E731
                               for k, v in table[a.scale].items()}  # the scale's settings, flags override
     if a.experiment not in ("table1", "poison10"):
         sel = a.experiment == "selection"
@@ -681,7 +690,8 @@ def main(argv: list[str] | None = None) -> None:
         cfg = settings(table)
         seeds, tune, ks = list(range(cfg["seeds"])), list(cfg["tune_seeds"]), list(cfg["checkpoints"])
         data = run_spiky_sweep(tuple(seeds[:cap(len(seeds))]), tuple(tune[:cap(len(tune))]),
-                               tuple(ks[-cap(len(ks)):]), tuple(cfg["budgets"]), log=log, all_configs=sel)
+                               tuple(ks[-cap(len(ks)):]), tuple(cfg["budgets"]), log=log, all_configs=sel,
+                               **({"methods": tuple(cfg["methods"])} if "methods" in cfg else {}))
         print(save_results(slug, data, cmd.strip(), seed=0, path=a.out, scale=a.scale))
         return
     slug, table = experiments[a.experiment]
