@@ -232,3 +232,56 @@ def test_nearest_digit_and_seed0_settings_match_the_notebook():
         assert {k: cfg[k] for k in SWEEP[s]} == SWEEP[s]
         assert (cfg["weak_frac"], cfg["n_eval"], tuple(cfg["fracs"])) == (0.1, n_eval, (0.1, 0.5, 1.0))
         assert cfg["mlp"] == dict(hidden=(128,), epochs=200, lr=1e-2, weight_decay=1e-3)
+
+
+def test_table2_run_validates_its_arguments():
+    from neurips25.leapfactual import TABLE2, table2_run
+
+    cfg = TABLE2["small"]
+    for seed in (-1, 1.5, True, 2**32):
+        with pytest.raises(ValueError, match="seed must be an int"):
+            table2_run(seed, cfg)
+    with pytest.raises(TypeError, match="cfg must be a dict"):
+        table2_run(0, [("n_eval", 200)])
+    with pytest.raises(ValueError, match=r"cfg is missing the Table 2 settings \['n_blend_soft'\]"):
+        table2_run(0, {k: v for k, v in cfg.items() if k != "n_blend_soft"})
+    with pytest.raises(ValueError, match="weak_frac"):
+        table2_run(0, dict(cfg, weak_frac=1.5))
+    for k, bad in (("n_eval", 0), ("steps", 2.5), ("n_blend_soft", -1)):
+        with pytest.raises(ValueError, match=rf"cfg\['{k}'\] must be a positive int"):
+            table2_run(0, dict(cfg, **{k: bad}))
+
+
+def test_table2_settings_match_the_notebook():
+    from neurips25.leapfactual import OPT_BASELINE, SEED0, TABLE2
+
+    # the notebook's CFG: f on 10 %, 200 / 450 explained digits, N_b = 30 (argmax) and 15 (soft),
+    # N_i = 5 x (1, 1.05); the Opt baseline: lr 0.02, up to 1,000 steps, lambda = 1e-3
+    for s, n_eval, steps in (("small", 200, 16), ("full", 450, 32)):
+        cfg = TABLE2[s]
+        assert {k: cfg[k] for k in cfg if k != "n_blend_soft"} == {k: SEED0[s][k] for k in cfg
+                                                                  if k != "n_blend_soft"}
+        assert (cfg["weak_frac"], cfg["n_eval"], cfg["steps"]) == (0.1, n_eval, steps)
+        assert (cfg["n_blend"], cfg["n_blend_soft"], cfg["gamma_blend"]) == (30, 15, 0.1)
+        assert (cfg["n_inject"], tuple(cfg["gamma_inject"])) == (5, (1.0, 1.05))
+    assert TABLE2["small"]["seeds"] == (0, 1, 2)
+    assert OPT_BASELINE == dict(lr=0.02, max_steps=1000, lam=1e-3)
+
+
+def test_table2_run_smoke(monkeypatch):
+    from neurips25.leapfactual import TABLE2, table2_run
+
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")  # every loop capped (runtime.cap): 20 digits, 2 epochs
+    cfg = dict(TABLE2["small"], vae_hidden=32, cfm_hidden=(32, 32))
+    table, run = table2_run(1, cfg, details=True)
+    assert set(table) == {"argmax", "soft"}
+    assert list(table["argmax"]) == ["Opt", "CGM", "LeapFactual", "LeapFactual_R"]
+    assert list(table["soft"]) == ["LeapFactual (soft)", "LeapFactual_R (soft)",
+                                   "one full soft leap (CGM-style)"]
+    for m in (*table["argmax"].values(), *table["soft"].values()):
+        assert set(m) == {"flip", "oracle", "dist", "nn_dist"}
+        assert 0 <= m["flip"] <= 1 and 0 <= m["oracle"] <= 1 and m["dist"] >= 0 and m["nn_dist"] >= 0
+    assert run.x_ev.shape == (20, 64) and not (run.target == run.y_start).any()
+    assert run.ces["LeapFactual_R"].shape == run.ces_soft["LeapFactual (soft)"].shape == (20, 64)
+    with pytest.raises(ValueError, match=r"cfg\['n_eval'\] must be at most the 450 test digits"):
+        table2_run(0, dict(cfg, n_eval=451))

@@ -28,7 +28,8 @@ from .runtime import lightning_module
 __all__ = [
     "odeint", "trunc_normal_mean", "SquaresToy", "leap", "leapfactual", "query", "query_proba", "cgm_swap",
     "opt_counterfactual", "VAE", "CECFM", "fit_classifier", "counterfactual_metrics",
-    "retrain_with_counterfactuals", "SWEEP", "table3_pool", "table3_run", "SEED0", "nearest_digit", "seed0_details", "main",
+    "retrain_with_counterfactuals", "SWEEP", "table3_pool", "table3_run", "SEED0", "nearest_digit", "seed0_details",
+    "TABLE2", "OPT_BASELINE", "table2_run", "main",
 ]
 
 Velocity = Callable[[torch.Tensor, float, torch.Tensor], torch.Tensor]
@@ -486,6 +487,19 @@ def _setup(seed: int, weak_frac: float, cfg: dict):
     return Xtr, ytr, Xte, yte, gen, sub, f, vae.cpu().eval().requires_grad_(False)
 
 
+def _fit_oracle(Xtr: torch.Tensor, ytr: torch.Tensor, vae: VAE, gen: torch.Generator):
+    """The chapter's stand-in for the true concept: an RBF-SVM fitted with the true labels on the training
+    digits, their VAE reconstructions and decodes of two posterior samples each (drawn from ``gen``), so
+    that it is accurate on *decoded* images too. Returns the fitted ``sklearn.svm.SVC``."""
+    from sklearn.svm import SVC
+
+    with torch.no_grad():
+        mu, logvar = vae.enc(Xtr).chunk(2, dim=1)
+        S = [vae.decode(mu + torch.randn(mu.shape, generator=gen) * (0.5 * logvar).exp()) for _ in range(2)]
+        X = torch.cat([Xtr, vae.decode(vae.encode(Xtr)), *S])
+    return SVC(C=10.0).fit(X.numpy(), ytr.repeat(4).numpy())
+
+
 def _fit_flow(cfg: dict, Z: torch.Tensor, c: torch.Tensor, epochs: int) -> CECFM:
     """A CE-CFM on latents ``Z`` with conditions ``c``, as the notebook trains it (from the global RNG)."""
     from torch.utils.data import DataLoader, TensorDataset
@@ -571,16 +585,12 @@ def seed0_details(cfg: dict, seed: int = 0) -> dict:
     agreement with the targets, f's refit accuracy with 10 / 50 / 100 % of the pool, the pool's nearest
     training digits). Every model is trained, and every draw from the notebook's generator ``gen`` made,
     in the notebook's order, so the numbers are the notebook's (``SEED0`` holds its settings)."""
-    from sklearn.svm import SVC
-
     from .runtime import cap, seed_everything
 
     Xtr, ytr, Xte, yte, gen, sub, f, vae = _setup(seed, cfg["weak_frac"], cfg)
-    with torch.no_grad():  # the oracle: an RBF-SVM on the digits, reconstructions and posterior decodes
+    with torch.no_grad():
         Ztr, c_pred = vae.encode(Xtr), f(Xtr).argmax(1)
-        mu, logvar = vae.enc(Xtr).chunk(2, dim=1)
-        Str = [vae.decode(mu + torch.randn(mu.shape, generator=gen) * (0.5 * logvar).exp()) for _ in range(2)]
-    orc = SVC(C=10.0).fit(torch.cat([Xtr, vae.decode(Ztr), *Str]).numpy(), ytr.repeat(4).numpy())
+    orc = _fit_oracle(Xtr, ytr, vae, gen)
     cfm = _fit_flow(cfg, Ztr, c_pred, cfg["cfm_epochs"])
     for _ in range(2):  # the notebook's draws of the CE targets and of the annotator's targets
         torch.randint(1, 10, (cap(cfg["n_eval"], 20),), generator=gen)
@@ -626,12 +636,106 @@ def seed0_details(cfg: dict, seed: int = 0) -> dict:
     return {"mlp": mlp, "official": official, "nearest": nearest, "n_pool": len(t_o)}
 
 
+# --- Table 2: counterfactual quality per method, the notebook's run for any seed (CLI --part table2) ---
+
+_TABLE2_KEYS = ("weak_frac", "weak_epochs", "latent", "vae_hidden", "vae_beta", "vae_epochs", "cfm_hidden",
+                "cfm_epochs", "n_eval", "steps", "n_blend", "n_blend_soft", "gamma_blend", "n_inject",
+                "gamma_inject")
+TABLE2 = {
+    # the notebook's CFG (its f on 10 % of the digits, 200 / 450 explained test digits), plus the
+    # N_b = 15 soft-label blending leaps of the paper's Morpho-MNIST code; the Table 3 sweep's seeds
+    s: dict({k: SEED0[s][k] for k in _TABLE2_KEYS if k != "n_blend_soft"}, n_blend_soft=15,
+            seeds=SEED0[s]["seeds"])
+    for s in ("small", "full")
+}
+# the Opt baseline: Adam on the latent, stopped per sample once f flips
+OPT_BASELINE = dict(lr=0.02, max_steps=1000, lam=1e-3)
+
+
+def _check_table2_args(seed, cfg) -> None:
+    from collections.abc import Mapping
+
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
+        raise ValueError(f"seed must be an int in [0, 2**32), got {seed!r}")
+    if not isinstance(cfg, Mapping):
+        raise TypeError(f"cfg must be a dict of settings such as TABLE2['small'], got {type(cfg).__name__}")
+    missing = [k for k in _TABLE2_KEYS if k not in cfg]
+    if missing:
+        raise ValueError(f"cfg is missing the Table 2 settings {missing} (see TABLE2['small'])")
+    if not 0 < cfg["weak_frac"] < 1:
+        raise ValueError(f"cfg['weak_frac'] must be in (0, 1), got {cfg['weak_frac']!r}")
+    for k in ("n_eval", "steps", "n_blend", "n_blend_soft", "weak_epochs", "vae_epochs", "cfm_epochs"):
+        if isinstance(cfg[k], bool) or not isinstance(cfg[k], (int, np.integer)) or cfg[k] < 1:
+            raise ValueError(f"cfg[{k!r}] must be a positive int, got {cfg[k]!r}")
+
+
+def table2_run(seed: int, cfg: dict, details: bool = False):
+    """The chapter's Table 2 for ``seed``: counterfactual quality per method, with the weak f, VAE,
+    oracle and flows that the notebook trains for that seed (every model trained, and every draw from
+    its generator ``gen`` made, in the notebook's order: the notebook's own seed-0 table comes from here).
+
+    ``cap(cfg["n_eval"], 20)`` test digits each get a random target y' ≠ f's label of the reconstruction.
+    ``"argmax"``: the flow and f's queries use f's argmax labels — Opt (``OPT_BASELINE``), CGM (one full
+    leap), LeapFactual (the state after ``n_blend`` blending leaps) and LeapFactual_R (+ ``n_inject``
+    injections). ``"soft"``: the paper's Table 2 code — a flow on f's probabilities, lifts conditioned on
+    them, all ``n_blend_soft`` leaps — for LeapFactual, LeapFactual_R and one full soft leap. Metrics per
+    method (``counterfactual_metrics``): flip rate of f, oracle agreement with y', distance to the input
+    and to the nearest training digit. Returns ``{"argmax": {method: metrics}, "soft": {...}}``;
+    ``details=True`` returns ``(table, run)``, ``run`` a namespace of the data, models and CEs."""
+    from types import SimpleNamespace
+
+    from .runtime import cap
+
+    _check_table2_args(seed, cfg)
+    Xtr, ytr, Xte, yte, gen, sub, f, vae = _setup(seed, cfg["weak_frac"], cfg)
+    with torch.no_grad():  # the flows are conditioned on f's predicted labels / probabilities
+        Ztr, c_pred, p_pred = vae.encode(Xtr), f(Xtr).argmax(1), f(Xtr).softmax(1)
+    orc = _fit_oracle(Xtr, ytr, vae, gen)
+    cfm = _fit_flow(cfg, Ztr, c_pred, cfg["cfm_epochs"])
+    cfm_soft = _fit_flow(cfg, Ztr, p_pred, cfg["cfm_epochs"])
+    oracle = lambda x: orc.predict(np.asarray(x))  # noqa: E731
+
+    if cfg["n_eval"] > len(Xte):
+        raise ValueError(f"cfg['n_eval'] must be at most the {len(Xte)} test digits, got {cfg['n_eval']}")
+    n = cap(cfg["n_eval"], 20)
+    x_ev, E, D, S = Xte[:n], vae.encode, vae.decode, cap(cfg["steps"], 4)
+    y_start = f(D(E(x_ev))).argmax(1)
+    target = (y_start + torch.randint(1, 10, (n,), generator=gen)) % 10
+    blend = dict(gamma_blend=cfg["gamma_blend"], steps=S)
+    inject = dict(n_inject=cap(cfg["n_inject"]), gamma_inject=tuple(cfg["gamma_inject"]))
+    # argmax labels: one LeapFactual_R run; plain LeapFactual's CE is its state after blending
+    _, _, _, path = leapfactual(x_ev, f, target, cfm.velocity, E, D, n_blend=cap(cfg["n_blend"]), **blend,
+                                **inject, return_path=True)
+    opt = dict(OPT_BASELINE, max_steps=cap(OPT_BASELINE["max_steps"], 20))
+    ces = {"Opt": opt_counterfactual(x_ev, f, target, E, D, **opt)[0],
+           "CGM": cgm_swap(x_ev, f, target, cfm.velocity, E, D, steps=S)[0],
+           "LeapFactual": D(path[-1 - inject["n_inject"]]),
+           "LeapFactual_R": D(path[-1])}
+    # soft labels: the black box reports probabilities; every blending leap runs
+    proba = lambda x: f(x).softmax(1)  # noqa: E731
+    soft = dict(blend, n_blend=cap(cfg["n_blend_soft"]), soft=True)
+    V = cfm_soft.velocity
+    ces_soft = {"LeapFactual (soft)": leapfactual(x_ev, proba, target, V, E, D, **soft)[0],
+                "LeapFactual_R (soft)": leapfactual(x_ev, proba, target, V, E, D, **soft, **inject)[0],
+                "one full soft leap (CGM-style)": leapfactual(x_ev, proba, target, V, E, D, n_blend=1,
+                                                              gamma_blend=1.0, steps=S, soft=True)[0]}
+    table = {name: {k: counterfactual_metrics(x_ev, xc, target, f, oracle, Xtr) for k, xc in c.items()}
+             for name, c in (("argmax", ces), ("soft", ces_soft))}
+    if not details:
+        return table
+    return table, SimpleNamespace(Xtr=Xtr, ytr=ytr, Xte=Xte, yte=yte, gen=gen, sub=sub, f=f, vae=vae,
+                                  oracle=oracle, cfm=cfm, cfm_soft=cfm_soft, x_ev=x_ev, y_start=y_start,
+                                  target=target, ces=ces, ces_soft=ces_soft)
+
+
 def main(argv=None) -> None:
-    """``python -m neurips25.leapfactual [--scale full] [--part sweep|seed0]``: regenerate
+    """``python -m neurips25.leapfactual [--scale full] [--part sweep|seed0|table2]``: regenerate
     ``notebooks/results/leapfactual.json`` (or ``leapfactual.full.json``): the Table 3 runs of
     ``SWEEP[scale]`` for every protocol, labelled fraction and seed; ``--part seed0`` (alias
     ``python -m neurips25.leapfactual_seed0``) writes ``leapfactual_seed0.json`` instead: the notebook's
-    own seed-0 MLP refits and official-protocol pool (``seed0_details``, settings ``SEED0[scale]``)."""
+    own seed-0 MLP refits and official-protocol pool (``seed0_details``, settings ``SEED0[scale]``);
+    ``--part table2`` (alias ``python -m neurips25.leapfactual_table2``) writes ``leapfactual_table2.json``:
+    the notebook's Table 2 (``table2_run``, settings ``TABLE2[scale]``) for each of its seeds."""
     import argparse
 
     from .results import add_scale_arguments, save_results
@@ -639,8 +743,9 @@ def main(argv=None) -> None:
 
     ap = argparse.ArgumentParser(description=main.__doc__)
     add_scale_arguments(ap)
-    ap.add_argument("--part", choices=("sweep", "seed0"), default="sweep",
-                    help="sweep: the Table 3 sweep; seed0: the notebook's seed-0 details")
+    ap.add_argument("--part", choices=("sweep", "seed0", "table2"), default="sweep",
+                    help="sweep: the Table 3 sweep; seed0: the notebook's seed-0 details; "
+                         "table2: the notebook's Table 2 for each seed")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     flag = "" if args.scale == "small" else f" --scale {args.scale}"
@@ -648,6 +753,17 @@ def main(argv=None) -> None:
         cfg = SEED0[args.scale]
         path = save_results("leapfactual_seed0", {"settings": cfg, **seed0_details(cfg)},
                             command="python -m neurips25.leapfactual_seed0" + flag, seed=0, path=args.out,
+                            scale=args.scale)
+        print("wrote", path)
+        return
+    if args.part == "table2":
+        cfg = TABLE2[args.scale]
+        runs = []
+        for s in cfg["seeds"][: cap(len(cfg["seeds"]))]:
+            runs.append(dict(seed=s, **table2_run(s, cfg)))
+            print(runs[-1], flush=True)
+        path = save_results("leapfactual_table2", {"settings": cfg, "runs": runs},
+                            command="python -m neurips25.leapfactual_table2" + flag, seed=0, path=args.out,
                             scale=args.scale)
         print("wrote", path)
         return
