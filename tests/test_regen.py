@@ -221,3 +221,16 @@ def test_pooled_gain_ci_mean_of_seed_means_and_paired_resampling():
         R.pooled_gain_ci([[float("nan")]])
     with pytest.raises(ValueError, match="n_boot"):
         R.pooled_gain_ci([[0.1]], n_boot=0)
+
+
+def test_replication_is_fresh_data_stored_apart():
+    from neurips25.results import load_results
+
+    assert not set(R.REPLICATION_DATA_SEEDS) & set(R.DATA_SEEDS)  # fresh data seeds
+    payload = load_results("regen_replication")
+    cfg = payload["data"]["config"]
+    assert payload["slug"] == "regen_replication" and "--replication" in payload["command"]
+    assert cfg["data_seeds"] == list(R.REPLICATION_DATA_SEEDS)
+    assert {k: cfg[k] for k in R.RETRIEVAL["small"]} == R.RETRIEVAL["small"]  # the sweep's sizes
+    with pytest.raises(SystemExit):  # the replication's seeds are fixed
+        R.main(["--replication", "--data-seeds", "4"])
