@@ -688,15 +688,15 @@ def table2_run(seed: int, cfg: dict, details: bool = False):
 
     _check_table2_args(seed, cfg)
     Xtr, ytr, Xte, yte, gen, sub, f, vae = _setup(seed, cfg["weak_frac"], cfg)
+    if cfg["n_eval"] > len(Xte):  # before the oracle and the flows are fitted
+        raise ValueError(f"cfg['n_eval'] must be at most the {len(Xte)} test digits, got {cfg['n_eval']}")
     with torch.no_grad():  # the flows are conditioned on f's predicted labels / probabilities
-        Ztr, c_pred, p_pred = vae.encode(Xtr), f(Xtr).argmax(1), f(Xtr).softmax(1)
+        Ztr, logits = vae.encode(Xtr), f(Xtr)
     orc = _fit_oracle(Xtr, ytr, vae, gen)
-    cfm = _fit_flow(cfg, Ztr, c_pred, cfg["cfm_epochs"])
-    cfm_soft = _fit_flow(cfg, Ztr, p_pred, cfg["cfm_epochs"])
+    cfm = _fit_flow(cfg, Ztr, logits.argmax(1), cfg["cfm_epochs"])
+    cfm_soft = _fit_flow(cfg, Ztr, logits.softmax(1), cfg["cfm_epochs"])
     oracle = lambda x: orc.predict(np.asarray(x))  # noqa: E731
 
-    if cfg["n_eval"] > len(Xte):
-        raise ValueError(f"cfg['n_eval'] must be at most the {len(Xte)} test digits, got {cfg['n_eval']}")
     n = cap(cfg["n_eval"], 20)
     x_ev, E, D, S = Xte[:n], vae.encode, vae.decode, cap(cfg["steps"], 4)
     y_start = f(D(E(x_ev))).argmax(1)

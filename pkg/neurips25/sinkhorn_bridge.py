@@ -503,6 +503,9 @@ def neural_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n
     X1_test = toy_2d("moons", n_eval, seed=100 * seed + 11, dtype=torch.float64)
     X1_other = toy_2d("moons", n_eval, seed=100 * seed + 12, dtype=torch.float64)
     S = lambda A: sinkhorn_divergence(A, X1_test, reg=reg)
+    # every bridge, plug-in or neural, is simulated the same way: 100 Euler-Maruyama steps, one noise seed
+    sample = lambda drift, x: euler_maruyama(drift, x, eps, tau=tau, n_steps=100, seed=3,  # noqa: E731
+                                             predict_endpoint=True)
     src = X0[:n_eval]
     src_fresh = toy_2d("8gaussians", n_eval, seed=100 * seed + 21, dtype=torch.float64).to(dev)
     out: dict = {"k": [], "S_neural": [], "S_plugin": [], "tv_marginal": [], "seed": seed, "steps": steps,
@@ -515,22 +518,20 @@ def neural_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n
             f, g = sinkhorn_potentials(X0, X1, eps, k)
             pi = sinkhorn_coupling(X0, X1, f, g, eps)
             plug = lambda z, t, g=g: sinkhorn_drift(z, t, X1, g, eps)
-            x_plug = euler_maruyama(plug, src, eps, tau=tau, n_steps=100, seed=3, predict_endpoint=True)
+            x_plug = sample(plug, src)
             if fresh:
-                x_plug_f = euler_maruyama(plug, src_fresh, eps, tau=tau, n_steps=100, seed=3,
-                                          predict_endpoint=True)
+                x_plug_f = sample(plug, src_fresh)
         seed_everything(seed)
         x0, x1 = coupling_pairs(X0, X1, pi, cap(steps) * batch, seed=1000 * seed + i)  # cap: smoke runs
         loader = DataLoader(TensorDataset(x0.float(), x1.float()), batch_size=batch, shuffle=False)
         model = BridgeMatching(dim=2, eps=eps, tau=tau, hidden=tuple(hidden), lr=lr)
         make_trainer(1, accelerator=dev.type).fit(model, loader)
         model = model.to(dev).eval()  # Lightning hands the model back on the CPU
-        x_nn = euler_maruyama(model, src.float(), eps, tau=tau, n_steps=100, seed=3, predict_endpoint=True).cpu()
+        x_nn = sample(model, src.float()).cpu()
         if keep_samples:
             out.setdefault("samples", {})["independent" if kind == "independent" else k] = x_nn.numpy()
         if fresh:
-            x_nn_f = euler_maruyama(model, src_fresh.float(), eps, tau=tau, n_steps=100, seed=3,
-                                    predict_endpoint=True).cpu()
+            x_nn_f = sample(model, src_fresh.float()).cpu()
         if kind == "independent":
             out["S_independent"] = S(x_nn)
             if fresh:
