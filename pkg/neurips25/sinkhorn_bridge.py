@@ -570,6 +570,8 @@ SWEEP = {
         "neural_2000": dict(seeds=[0, 1, 2], steps=2000, n=512),
         # near convergence (within ~0.003 of the plug-in bridge), also scored from fresh sources
         "neural_5000": dict(seeds=[0, 1, 2], steps=5000, n=512, fresh=True),
+        # four times the samples a side: does the fresh-source k = 5 -> 10 reversal shrink with n?
+        "neural_5000_n2048": dict(seeds=[0, 1, 2], steps=5000, n=2048, fresh=True),
     },
     "full": {
         "m_eq_n": dict(ns=[50, 100, 200, 400, 800, 1600, 3200, 6400], trials=20, eps=0.1),
@@ -596,7 +598,9 @@ def run_part(part: str, cfg: dict, seed: int = 0, device=None, name: str | None 
         fresh = bool(cfg.get("fresh", False))
         res = {"runs": [neural_k_sweep(seed=s, steps=cfg["steps"], n=n, n_eval=min(500, n), fresh=fresh,
                                        device=device) for s in seeds]}
-        res["command"] = (f"python -m neurips25.sinkhorn_bridge --part neural --seeds {' '.join(map(str, seeds))}"
+        # a part named only by its steps ("neural_2000") is rerun as --part neural --steps; others by name
+        flag = "neural" if name == "neural" or name.removeprefix("neural_").isdigit() else name
+        res["command"] = (f"python -m neurips25.sinkhorn_bridge --part {flag} --seeds {' '.join(map(str, seeds))}"
                           f" --steps {cfg['steps']}" + (f" --n {cfg['n']}" if cfg["n"] != 512 else "")
                           + (" --fresh" if fresh else ""))
         return res
