@@ -269,7 +269,7 @@ def test_table2_settings_match_the_notebook():
 
 
 def test_table2_run_smoke(monkeypatch):
-    from neurips25.leapfactual import TABLE2, table2_run
+    from neurips25.leapfactual import TABLE2, oracle_accuracy, table2_run
 
     monkeypatch.setenv("NEURIPS25_SMOKE", "1")  # every loop capped (runtime.cap): 20 digits, 2 epochs
     cfg = dict(TABLE2["small"], vae_hidden=32, cfm_hidden=(32, 32))
@@ -283,5 +283,9 @@ def test_table2_run_smoke(monkeypatch):
         assert 0 <= m["flip"] <= 1 and 0 <= m["oracle"] <= 1 and m["dist"] >= 0 and m["nn_dist"] >= 0
     assert run.x_ev.shape == (20, 64) and not (run.target == run.y_start).any()
     assert run.ces["LeapFactual_R"].shape == run.ces_soft["LeapFactual (soft)"].shape == (20, 64)
+    acc = oracle_accuracy(run)  # an SVM on real digits: far above chance on the test digits
+    assert set(acc) == {"test", "reconstructions"} and acc["test"] > 0.5 and 0 <= acc["reconstructions"] <= 1
+    with pytest.raises(TypeError, match="run must be the namespace"):
+        oracle_accuracy(table)
     with pytest.raises(ValueError, match=r"cfg\['n_eval'\] must be at most the 450 test digits"):
         table2_run(0, dict(cfg, n_eval=451))

@@ -29,7 +29,7 @@ __all__ = [
     "odeint", "trunc_normal_mean", "SquaresToy", "leap", "leapfactual", "query", "query_proba", "cgm_swap",
     "opt_counterfactual", "VAE", "CECFM", "fit_classifier", "counterfactual_metrics",
     "retrain_with_counterfactuals", "SWEEP", "table3_pool", "table3_run", "SEED0", "nearest_digit", "seed0_details",
-    "TABLE2", "OPT_BASELINE", "table2_run", "main",
+    "TABLE2", "OPT_BASELINE", "table2_run", "oracle_accuracy", "main",
 ]
 
 Velocity = Callable[[torch.Tensor, float, torch.Tensor], torch.Tensor]
@@ -728,6 +728,17 @@ def table2_run(seed: int, cfg: dict, details: bool = False):
                                   target=target, ces=ces, ces_soft=ces_soft)
 
 
+def oracle_accuracy(run) -> dict[str, float]:
+    """How good the "truth" of Table 2 is: the accuracy of ``run``'s oracle (``table2_run(...,
+    details=True)``) on the test digits and on their VAE reconstructions, where CEs live."""
+    if not all(hasattr(run, a) for a in ("oracle", "vae", "Xte", "yte")):
+        raise TypeError("run must be the namespace table2_run(..., details=True) returns")
+    with torch.no_grad():
+        recon = run.vae.decode(run.vae.encode(run.Xte))
+    return {name: float((torch.as_tensor(run.oracle(x)) == run.yte).float().mean())
+            for name, x in (("test", run.Xte), ("reconstructions", recon))}
+
+
 def main(argv=None) -> None:
     """``python -m neurips25.leapfactual [--scale full] [--part sweep|seed0|table2]``: regenerate
     ``notebooks/results/leapfactual.json`` (or ``leapfactual.full.json``): the Table 3 runs of
@@ -735,7 +746,8 @@ def main(argv=None) -> None:
     ``python -m neurips25.leapfactual_seed0``) writes ``leapfactual_seed0.json`` instead: the notebook's
     own seed-0 MLP refits and official-protocol pool (``seed0_details``, settings ``SEED0[scale]``);
     ``--part table2`` (alias ``python -m neurips25.leapfactual_table2``) writes ``leapfactual_table2.json``:
-    the notebook's Table 2 (``table2_run``, settings ``TABLE2[scale]``) for each of its seeds."""
+    the notebook's Table 2 (``table2_run``, settings ``TABLE2[scale]``) for each of its seeds, with the
+    oracle's accuracy on the test digits and on their VAE reconstructions (``oracle_acc``)."""
     import argparse
 
     from .results import add_scale_arguments, save_results
@@ -760,7 +772,8 @@ def main(argv=None) -> None:
         cfg = TABLE2[args.scale]
         runs = []
         for s in cfg["seeds"][: cap(len(cfg["seeds"]))]:
-            runs.append(dict(seed=s, **table2_run(s, cfg)))
+            table, run = table2_run(s, cfg, details=True)
+            runs.append(dict(seed=s, **table, oracle_acc=oracle_accuracy(run)))
             print(runs[-1], flush=True)
         path = save_results("leapfactual_table2", {"settings": cfg, "runs": runs},
                             command="python -m neurips25.leapfactual_table2" + flag, seed=0, path=args.out,
