@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from neurips25.stats import bootstrap_means, loglog_slope, slope_ci
+from neurips25.stats import bootstrap_means, loglog_slope, slope_ci, t_interval
 
 
 def test_loglog_slope_recovers_power_law_per_row():
@@ -46,3 +46,22 @@ def test_slope_ci_brackets_true_slope():
 def test_input_validation(kw, match):
     with pytest.raises(ValueError, match=match):
         slope_ci(**kw)
+
+
+def test_t_interval_matches_the_textbook_formula_and_validates():
+    from scipy import stats
+
+    d = np.array([0.01, -0.02, 0.03, 0.0, 0.02])
+    m, lo, hi = t_interval(d, level=0.90)
+    half = stats.t.ppf(0.95, 4) * d.std(ddof=1) / np.sqrt(5)
+    assert m == pytest.approx(d.mean()) and (lo, hi) == pytest.approx((m - half, m + half))
+    assert t_interval(d)[1] < lo  # 95 % is wider than 90 %
+    rng = np.random.default_rng(0)  # covers the true mean in about 95 % of repeats
+    cover = np.mean([(lambda r: r[1] <= 0.5 <= r[2])(t_interval(rng.normal(0.5, 1, 10)))
+                     for _ in range(2000)])
+    assert 0.93 < cover < 0.97
+    for bad, match in (([1.0], "d must be"), ([[1.0, 2.0]], "d must be"), ([1.0, np.nan], "d must be")):
+        with pytest.raises(ValueError, match=match):
+            t_interval(bad)
+    with pytest.raises(ValueError, match="level"):
+        t_interval(d, level=1.0)

@@ -5,13 +5,14 @@ A rate claim "the error falls like n^a" is read off as the least-squares slope o
 log(n); its uncertainty comes from resampling the trials at each n and refitting. Two resampling
 schemes occur: independent trials at every n (``paired=False``), and the same data sets measured at
 every n (``paired=True``: one resample of data-set indices serves all n, which keeps their
-correlation).
+correlation). A paired comparison of two methods over seeds is read off as the mean difference
+with its Student t-interval (``t_interval``).
 """
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["loglog_slope", "bootstrap_means", "slope_ci"]
+__all__ = ["loglog_slope", "bootstrap_means", "slope_ci", "t_interval"]
 
 
 def loglog_slope(x, y) -> np.ndarray | float:
@@ -58,3 +59,18 @@ def slope_ci(x, err, *, level: float = 0.95, n_boot: int = 2000, seed: int = 0,
     s = loglog_slope(x, bootstrap_means(err, n_boot, seed=seed, paired=paired))
     lo, hi = np.nanpercentile(s, [50 * (1 - level), 50 * (1 + level)])
     return float(lo), float(hi)
+
+
+def t_interval(d, level: float = 0.95) -> tuple[float, float, float]:
+    """``(mean, low, high)``: the mean of the paired differences ``d`` (one per seed) and its two-sided
+    Student t-interval at ``level``."""
+    from scipy import stats
+
+    d = np.asarray(d, dtype=float)
+    if d.ndim != 1 or len(d) < 2 or not np.all(np.isfinite(d)):
+        raise ValueError(f"d must be a 1-D array of >= 2 finite differences, got shape {d.shape}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    half = float(stats.t.ppf(0.5 + level / 2, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)))
+    m = float(d.mean())
+    return m, m - half, m + half
