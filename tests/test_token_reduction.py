@@ -231,14 +231,34 @@ def test_paper_protocols_runs_and_validates(model, images, monkeypatch):
         paper_protocols(model, images, y[:2])
 
 
-@pytest.mark.parametrize("argv", [["--paper-protocols"], ["--paper-ablations"],
-                                  ["--model", "vit64", "--paper-protocols", "--paper-ablations"]])
+@pytest.mark.parametrize("argv", [["--paper-protocols"], ["--paper-ablations"], ["--replication"],
+                                  ["--model", "vit64", "--paper-protocols", "--paper-ablations"],
+                                  ["--model", "vit64", "--replication", "--paper-ablations"]])
 def test_paper_cli_flags_need_vit64_and_one_run(argv, capsys):
     from neurips25.token_reduction import main
 
     with pytest.raises(SystemExit):
         main(argv)
-    assert "--paper-" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "needs --model vit64" in err or "separate runs: give one" in err
+
+
+def test_main_replication_stores_fine_tuned_accuracies(tmp_path, monkeypatch):
+    import json
+
+    from neurips25.token_reduction import REPLICATION, VIT64_SWEEP, main_replication
+
+    for scale, cfg in REPLICATION.items():  # fresh seeds, the scale's own protocol
+        assert not set(cfg["seeds"]) & set(VIT64_SWEEP[scale]["seeds"]) and len(cfg["seeds"]) == 30
+        assert cfg["epochs"] == VIT64_SWEEP[scale]["epochs"]
+        assert cfg["ft_epochs"] == VIT64_SWEEP[scale]["ft_epochs"]
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")      # one seed, a few training batches, 64 test images
+    out = main_replication("small", seeds=[5], out=tmp_path / "rep.json")
+    stored = json.loads(out.read_text())
+    assert stored["command"].endswith("--model vit64 --replication --seeds 5")
+    (r,) = stored["data"]["runs"]
+    assert r["seed"] == 5 and r["n_test"] == 64 and set(r["finetuned"]) == {"ours", "EViT", "ToMe"}
+    assert all(0.0 <= a <= 1.0 for a in (r["acc_full"], *r["finetuned"].values()))
 
 
 def test_main_paper_ablations_stores_every_shipped_seed(tmp_path, monkeypatch):
@@ -451,3 +471,18 @@ def test_vit64_sweep_small_is_the_stored_one():
     assert set(VIT64_SWEEP["full"]) == set(small)
     assert sorted(map(float, stored["data"]["runs"][0]["acc"]["ours"])) == sorted(small["keep_ratios"])
     assert load_vit64(small["seeds"][-1], stored).depth == 8
+
+
+def test_replication_small_is_the_stored_one():
+    """``python -m neurips25.token_reduction --model vit64 --replication`` (REPLICATION["small"]) wrote
+    the stored 30-seed replication, with the settings it records."""
+    from neurips25.results import load_results
+    from neurips25.token_reduction import REPLICATION
+
+    stored, small = load_results("token_reduction_replication"), REPLICATION["small"]
+    assert stored["command"].endswith("--replication --seeds " + " ".join(map(str, small["seeds"])))
+    assert [r["seed"] for r in stored["data"]["runs"]] == small["seeds"]
+    settings = {k: v for k, v in small.items() if k != "seeds"}
+    assert stored["data"]["settings"] == {**settings, "layers": list(small["layers"]),
+                                          "methods": list(small["methods"])}
+

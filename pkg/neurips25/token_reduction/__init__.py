@@ -65,13 +65,16 @@ from .vit import Attention, LayerTrace, TinyViT
 from .vit64 import (
     PAPER_ABLATIONS,
     PAPER_PROTOCOLS,
+    REPLICATION,
     VIT64,
     VIT64_SWEEP,
     decode_state,
     encode_state,
+    fine_tuned,
     load_vit64,
     main_paper_ablations,
     main_paper_protocols,
+    main_replication,
     main_vit64,
     paper_ablations,
     paper_protocols,
@@ -87,4 +90,5 @@ __all__ = [
     "fine_tune", "SWEEP", "VARIANTS", "ABLATIONS", "MAIN_VARIANTS", "single_thread", "run_experiment", "main", "plan_for",
     "training_free", "reduced_energies", "VIT64", "VIT64_SWEEP", "encode_state", "decode_state", "train_vit64", "load_vit64",
     "run_vit64", "main_vit64", "paper_ablations", "PAPER_ABLATIONS", "main_paper_ablations", "PAPER_PROTOCOLS", "paper_protocols", "main_paper_protocols",
+    "fine_tuned", "REPLICATION", "main_replication",
 ]

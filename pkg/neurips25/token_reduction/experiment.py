@@ -152,17 +152,21 @@ def main(argv=None) -> None:
     ap.add_argument("--paper-ablations", action="store_true",
                     help="with --model vit64: the paper's analyses, training-free, on the shipped weights "
                          "(token_reduction_ablations.json, PAPER_ABLATIONS[scale])")
+    ap.add_argument("--replication", action="store_true",
+                    help="with --model vit64: the fine-tuned comparison on 30 fresh seeds "
+                         "(token_reduction_replication.json, REPLICATION[scale])")
     args = ap.parse_args(argv)
-    for flag in ("paper_protocols", "paper_ablations"):
+    runs = ("paper_protocols", "paper_ablations", "replication")
+    for flag in runs:
         if getattr(args, flag) and args.model != "vit64":
             ap.error(f"--{flag.replace('_', '-')} needs --model vit64")
-    if args.paper_protocols and args.paper_ablations:
-        ap.error("--paper-protocols and --paper-ablations are two runs: give one")
+    if sum(getattr(args, flag) for flag in runs) > 1:
+        ap.error("--paper-protocols, --paper-ablations and --replication are separate runs: give one")
     if args.model == "vit64":
-        from .vit64 import main_paper_ablations, main_paper_protocols, main_vit64
+        from .vit64 import main_paper_ablations, main_paper_protocols, main_replication, main_vit64
 
-        run = (main_paper_protocols if args.paper_protocols
-               else main_paper_ablations if args.paper_ablations else main_vit64)
+        run = (main_paper_protocols if args.paper_protocols else main_paper_ablations if args.paper_ablations
+               else main_replication if args.replication else main_vit64)
         print(run(args.scale, args.seeds, args.out))
         return
     cfg = dict(SWEEP[args.scale])
