@@ -219,6 +219,25 @@ def test_neural_k_sweep_fresh_sources_leave_the_training_source_scores_unchanged
     assert len(fresh["S_neural_fresh"]) == len(fresh["S_plugin_fresh"]) == 2
     assert np.isfinite(fresh["S_neural_fresh"] + fresh["S_plugin_fresh"]).all()
     assert fresh["S_independent_fresh"] >= 0 and fresh["S_neural_fresh"] != fresh["S_neural"]
+    # the plug-in sweep alone repeats the plug-in scores of the full sweep, without training
+    from neurips25.sinkhorn_bridge import plugin_k_sweep
+
+    plug = plugin_k_sweep(ks=(1, None), n=64, n_eval=32)
+    assert plug["k"] == [1, None] and plug["S_plugin_fresh"] == fresh["S_plugin_fresh"]
+
+
+def test_plugin_k_sweep_validates_and_runs_as_a_sweep_part(monkeypatch):
+    from neurips25.sinkhorn_bridge import SWEEP, plugin_k_sweep, run_part
+
+    with pytest.raises(ValueError, match="n_eval must lie in"):
+        plugin_k_sweep(n=64, n_eval=100)
+    with pytest.raises(ValueError, match="eps"):
+        plugin_k_sweep(eps=0.0)
+    assert 0 not in SWEEP["small"]["plugin_fresh"]["seeds"]  # fresh seeds only
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")  # one seed, n capped at 256
+    res = run_part("plugin", {"seeds": [7, 8], "ns": [64, 128]}, name="plugin_fresh")
+    assert [(r["seed"], r["n"]) for r in res["runs"]] == [(7, 64), (7, 128)]
+    assert res["command"].endswith("--part plugin_fresh --seeds 7 --ns 64 128")
 
 
 def test_neural_k_sweep_validates_its_arguments():

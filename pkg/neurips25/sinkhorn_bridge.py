@@ -32,6 +32,7 @@ __all__ = [
     "euler_maruyama", "GaussianSB", "integrated_drift_error", "gauss_legendre_times",
     "bridge_matching_loss",
     "BridgeMatching", "coupling_pairs", "sinkhorn_divergence", "statistical_sweep", "neural_k_sweep",
+    "plugin_k_sweep",
 ]
 
 Drift = Callable[[torch.Tensor, float], torch.Tensor]
@@ -467,6 +468,44 @@ def statistical_sweep(ns: Sequence[int], trials: int, eps: float = 0.25, d: int 
     return out
 
 
+def _moons_data(seed: int, n: int, n_eval: int, dev) -> tuple[torch.Tensor, ...]:
+    """The k-sweeps' data of ``seed``: n sources (8 Gaussians) and n targets (moons) on ``dev``, two
+    held-out n_eval-samples of the moons (the test set and, for the noise floor, another one) and
+    n_eval fresh sources on ``dev``; float64."""
+    from .data import toy_2d
+
+    X0 = toy_2d("8gaussians", n, seed=100 * seed, dtype=torch.float64).to(dev)
+    X1 = toy_2d("moons", n, seed=100 * seed + 1, dtype=torch.float64).to(dev)
+    X1_test = toy_2d("moons", n_eval, seed=100 * seed + 11, dtype=torch.float64)
+    X1_other = toy_2d("moons", n_eval, seed=100 * seed + 12, dtype=torch.float64)
+    src_fresh = toy_2d("8gaussians", n_eval, seed=100 * seed + 21, dtype=torch.float64).to(dev)
+    return X0, X1, X1_test, X1_other, src_fresh
+
+
+def _simulate(drift: Drift, x: torch.Tensor, eps: float, tau: float) -> torch.Tensor:
+    """Every bridge of the k-sweeps, plug-in or neural, is simulated the same way: 100 Euler-Maruyama
+    steps to ``tau``, one noise seed, the endpoint predicted from there."""
+    return euler_maruyama(drift, x, eps, tau=tau, n_steps=100, seed=3, predict_endpoint=True)
+
+
+def plugin_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n: int = 512,
+                   eps: float = 0.1, tau: float = 0.98, n_eval: int = 500, reg: float = 0.1) -> dict:
+    """The plug-in bridges b^(k) of :func:`neural_k_sweep` alone (no training, so cheap enough for many
+    seeds): per k in ``ks`` (``None`` = converged) the Sinkhorn divergence of X̂_1, simulated from
+    ``n_eval`` *fresh* sources, to the held-out moons (``S_plugin_fresh``; the same data, SDE and score
+    as :func:`neural_k_sweep` with ``fresh=True``, whose values it repeats)."""
+    eps, tau = _check_eps(eps), _check_t(tau, "tau")
+    if not 2 <= n_eval <= n:
+        raise ValueError(f"n_eval must lie in [2, n = {n}], got {n_eval!r}")
+    X0, X1, X1_test, _, src_fresh = _moons_data(seed, n, n_eval, torch.device("cpu"))
+    out: dict = {"k": list(ks), "S_plugin_fresh": [], "seed": seed, "n": n, "eps": eps}
+    for k in ks:
+        _, g = sinkhorn_potentials(X0, X1, eps, k)
+        x = _simulate(lambda z, t, g=g: sinkhorn_drift(z, t, X1, g, eps), src_fresh, eps, tau)
+        out["S_plugin_fresh"].append(sinkhorn_divergence(x, X1_test, reg=reg))
+    return out
+
+
 def neural_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n: int = 512,
                    eps: float = 0.1, tau: float = 0.98, steps: int = 600, batch: int = 256,
                    hidden: Sequence[int] = (64, 64, 64), lr: float = 3e-3, n_eval: int = 500,
@@ -489,7 +528,6 @@ def neural_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n
     """
     from torch.utils.data import DataLoader, TensorDataset
 
-    from .data import toy_2d
     from .runtime import cap, make_trainer, seed_everything
 
     eps, tau = _check_eps(eps), _check_t(tau, "tau")
@@ -498,16 +536,10 @@ def neural_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n
     if not 2 <= n_eval <= n:
         raise ValueError(f"n_eval must lie in [2, n = {n}], got {n_eval!r}")
     dev = torch.device("cpu") if device is None else torch.device(device)
-    X0 = toy_2d("8gaussians", n, seed=100 * seed, dtype=torch.float64).to(dev)
-    X1 = toy_2d("moons", n, seed=100 * seed + 1, dtype=torch.float64).to(dev)
-    X1_test = toy_2d("moons", n_eval, seed=100 * seed + 11, dtype=torch.float64)
-    X1_other = toy_2d("moons", n_eval, seed=100 * seed + 12, dtype=torch.float64)
+    X0, X1, X1_test, X1_other, src_fresh = _moons_data(seed, n, n_eval, dev)
     S = lambda A: sinkhorn_divergence(A, X1_test, reg=reg)
-    # every bridge, plug-in or neural, is simulated the same way: 100 Euler-Maruyama steps, one noise seed
-    sample = lambda drift, x: euler_maruyama(drift, x, eps, tau=tau, n_steps=100, seed=3,  # noqa: E731
-                                             predict_endpoint=True)
+    sample = lambda drift, x: _simulate(drift, x, eps, tau)  # noqa: E731
     src = X0[:n_eval]
-    src_fresh = toy_2d("8gaussians", n_eval, seed=100 * seed + 21, dtype=torch.float64).to(dev)
     out: dict = {"k": [], "S_neural": [], "S_plugin": [], "tv_marginal": [], "seed": seed, "steps": steps,
                  "eps": eps, "n": n, "S_floor": S(X1_other)}
     runs = [(k, "k") for k in ks] + ([(None, "independent")] if independent else [])
@@ -572,6 +604,9 @@ SWEEP = {
         "neural_5000": dict(seeds=[0, 1, 2], steps=5000, n=512, fresh=True),
         # four times the samples a side: does the fresh-source k = 5 -> 10 reversal shrink with n?
         "neural_5000_n2048": dict(seeds=[0, 1, 2], steps=5000, n=2048, fresh=True),
+        # the plug-in bridges alone (no training) over 40 fresh seeds and three n: is their fresh-source
+        # k = 5 -> 10 reversal real, and does it fade with n? (~12 CPU-minutes)
+        "plugin_fresh": dict(seeds=list(range(3, 43)), ns=[512, 1024, 2048]),
     },
     "full": {
         "m_eq_n": dict(ns=[50, 100, 200, 400, 800, 1600, 3200, 6400], trials=20, eps=0.1),
@@ -585,13 +620,19 @@ SWEEP = {
 
 def run_part(part: str, cfg: dict, seed: int = 0, device=None, name: str | None = None) -> dict:
     """One entry of ``SWEEP[scale]``: a statistical sweep (``part`` = ``m_eq_n``, ``vary_m``,
-    ``vary_n``) or a neural k-sweep (``neural``); ``name`` is the entry's key (default ``part``; e.g.
+    ``vary_n``), a neural k-sweep (``neural``) or the plug-in bridges alone (``plugin``); ``name`` is the entry's key (default ``part``; e.g.
     ``vary_n_3200``), which its recorded command names. Seeds, sizes and steps are bounded by
     ``runtime.cap`` under ``NEURIPS25_SMOKE=1``."""
     from .runtime import cap
 
     name = part if name is None else name
 
+    if part == "plugin":
+        seeds, ns = cfg["seeds"][: cap(len(cfg["seeds"]), 1)], [cap(n, 256) for n in cfg["ns"]]
+        res = {"runs": [plugin_k_sweep(seed=s, n=n, n_eval=min(500, n)) for n in ns for s in seeds]}
+        res["command"] = (f"python -m neurips25.sinkhorn_bridge --part {name} --seeds {' '.join(map(str, seeds))}"
+                          f" --ns {' '.join(map(str, ns))}")
+        return res
     if part.startswith("neural"):
         seeds = cfg["seeds"][: cap(len(cfg["seeds"]), 1)]
         n = cap(cfg["n"], 256)  # samples per side, bounded under NEURIPS25_SMOKE=1
@@ -650,7 +691,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     data = load_results("sinkhorn_bridge", path=path)["data"] if path.exists() else {}
     dev = pick_device()
     for part in parts:
-        base = next((b for b in ("m_eq_n", "vary_m", "vary_n", "neural") if part.startswith(b)), None)
+        base = next((b for b in ("m_eq_n", "vary_m", "vary_n", "neural", "plugin") if part.startswith(b)), None)
         if base is None or (base != "neural" and part not in sweep):
             raise SystemExit(f"--part must be all or one of {sorted(sweep)}, got {part!r}")
         cfg = dict(sweep.get(part, sweep[next(k for k in sweep if k.startswith(base))]))
