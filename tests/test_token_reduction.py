@@ -420,6 +420,7 @@ def test_vit64_helpers_validate_and_run_on_device(images, any_device):
         VIT64,
         decode_state,
         encode_state,
+        fine_tuned,
         load_vit64,
         plan_for,
         reduced_energies,
@@ -430,6 +431,8 @@ def test_vit64_helpers_validate_and_run_on_device(images, any_device):
 
     with pytest.raises(ValueError, match="name must be one of"):
         plan_for("merge-all", 0.7, (1,))
+    with pytest.raises(ValueError, match="name must be one of"):
+        fine_tuned(TinyViT(**VIT64), "merge-all", 0.7)
     with pytest.raises(ValueError, match="epochs must be"):
         train_vit64(0, epochs=0)
     with pytest.raises(TypeError, match="state must be"):
