@@ -500,8 +500,7 @@ def plugin_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n
     X0, X1, X1_test, _, src_fresh = _moons_data(seed, n, n_eval, torch.device("cpu"))
     out: dict = {"k": list(ks), "S_plugin_fresh": [], "seed": seed, "n": n, "eps": eps}
     for k in ks:
-        _, g = sinkhorn_potentials(X0, X1, eps, k)
-        x = _simulate(lambda z, t, g=g: sinkhorn_drift(z, t, X1, g, eps), src_fresh, eps, tau)
+        x = _simulate(SinkhornBridge.fit(X0, X1, eps, k), src_fresh, eps, tau)
         out["S_plugin_fresh"].append(sinkhorn_divergence(x, X1_test, reg=reg))
     return out
 
@@ -605,7 +604,7 @@ SWEEP = {
         # four times the samples a side: does the fresh-source k = 5 -> 10 reversal shrink with n?
         "neural_5000_n2048": dict(seeds=[0, 1, 2], steps=5000, n=2048, fresh=True),
         # the plug-in bridges alone (no training) over 40 fresh seeds and three n: is their fresh-source
-        # k = 5 -> 10 reversal real, and does it fade with n? (~12 CPU-minutes)
+        # k = 5 -> 10 reversal real, and does it fade with n? (~35 CPU-minutes, most of it at n = 2048)
         "plugin_fresh": dict(seeds=list(range(3, 43)), ns=[512, 1024, 2048]),
     },
     "full": {
