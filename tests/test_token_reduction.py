@@ -233,14 +233,15 @@ def test_paper_protocols_runs_and_validates(model, images, monkeypatch):
 
 @pytest.mark.parametrize("argv", [["--paper-protocols"], ["--paper-ablations"], ["--replication"],
                                   ["--model", "vit64", "--paper-protocols", "--paper-ablations"],
-                                  ["--model", "vit64", "--replication", "--paper-ablations"]])
+                                  ["--model", "vit64", "--replication", "--paper-ablations"],
+                                  ["--model", "vit64", "--early"]])
 def test_paper_cli_flags_need_vit64_and_one_run(argv, capsys):
     from neurips25.token_reduction import main
 
     with pytest.raises(SystemExit):
         main(argv)
     err = capsys.readouterr().err
-    assert "needs --model vit64" in err or "separate runs: give one" in err
+    assert "needs --model vit64" in err or "separate runs: give one" in err or "--early needs --replication" in err
 
 
 def test_main_replication_stores_fine_tuned_accuracies(tmp_path, monkeypatch):
@@ -489,3 +490,24 @@ def test_replication_small_is_the_stored_one():
     assert stored["data"]["settings"] == {**settings, "layers": list(small["layers"]),
                                           "methods": list(small["methods"])}
 
+
+def test_early_small_is_the_stored_one():
+    """``python -m neurips25.token_reduction --model vit64 --replication --early`` (EARLY["small"]) wrote the
+    stored block-0 study on the replication's seeds and base models, with the settings it records."""
+    from neurips25.results import load_results
+    from neurips25.token_reduction import EARLY, REPLICATION
+
+    stored, small = load_results("token_reduction_early"), EARLY["small"]
+    assert stored["command"].endswith("--replication --early --seeds " + " ".join(map(str, small["seeds"])))
+    same_as_replication = {k: v for k, v in small.items() if k not in ("layers", "free_methods")}
+    assert same_as_replication == {k: v for k, v in REPLICATION["small"].items() if k != "layers"}
+    assert tuple(small["layers"]) == (0, 1, 2)
+    runs, same = stored["data"]["runs"], load_results("token_reduction_replication")["data"]["runs"]
+    assert [r["seed"] for r in runs] == small["seeds"]
+    # the same base models as the replication: the unreduced accuracy agrees seed by seed, bit for bit
+    assert [r["acc_full"] for r in runs] == [r["acc_full"] for r in same]
+    assert all(set(r["free"]) == set(small["free_methods"]) and set(r["finetuned"]) == set(small["methods"])
+               for r in runs)
+    settings = {k: v for k, v in small.items() if k != "seeds"}
+    assert stored["data"]["settings"] == {**settings, **{k: list(settings[k]) for k in ("layers", "methods",
+                                                                                          "free_methods")}}

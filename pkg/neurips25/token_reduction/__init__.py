@@ -63,6 +63,7 @@ from .experiment import (
 from .training import ReducedFineTuner, ViTClassifier, digits_loaders, fine_tune, train_tiny_vit
 from .vit import Attention, LayerTrace, TinyViT
 from .vit64 import (
+    EARLY,
     PAPER_ABLATIONS,
     PAPER_PROTOCOLS,
     REPLICATION,
@@ -90,5 +91,5 @@ __all__ = [
     "fine_tune", "SWEEP", "VARIANTS", "ABLATIONS", "MAIN_VARIANTS", "single_thread", "run_experiment", "main", "plan_for",
     "training_free", "reduced_energies", "VIT64", "VIT64_SWEEP", "encode_state", "decode_state", "train_vit64", "load_vit64",
     "run_vit64", "main_vit64", "paper_ablations", "PAPER_ABLATIONS", "main_paper_ablations", "PAPER_PROTOCOLS", "paper_protocols", "main_paper_protocols",
-    "fine_tuned", "REPLICATION", "main_replication",
+    "fine_tuned", "REPLICATION", "EARLY", "main_replication",
 ]

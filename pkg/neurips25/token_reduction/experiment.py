@@ -155,7 +155,12 @@ def main(argv=None) -> None:
     ap.add_argument("--replication", action="store_true",
                     help="with --model vit64: the fine-tuned comparison on 30 fresh seeds "
                          "(token_reduction_replication.json, REPLICATION[scale])")
+    ap.add_argument("--early", action="store_true",
+                    help="with --replication: the same seeds with the budget started at block 0, also "
+                         "training-free (token_reduction_early.json, EARLY[scale])")
     args = ap.parse_args(argv)
+    if args.early and not args.replication:
+        ap.error("--early needs --replication")
     runs = ("paper_protocols", "paper_ablations", "replication")
     for flag in runs:
         if getattr(args, flag) and args.model != "vit64":
@@ -165,8 +170,10 @@ def main(argv=None) -> None:
     if args.model == "vit64":
         from .vit64 import main_paper_ablations, main_paper_protocols, main_replication, main_vit64
 
-        run = (main_paper_protocols if args.paper_protocols else main_paper_ablations if args.paper_ablations
-               else main_replication if args.replication else main_vit64)
+        if args.replication:
+            print(main_replication(args.scale, args.seeds, args.out, early=args.early))
+            return
+        run = main_paper_protocols if args.paper_protocols else main_paper_ablations if args.paper_ablations else main_vit64
         print(run(args.scale, args.seeds, args.out))
         return
     cfg = dict(SWEEP[args.scale])

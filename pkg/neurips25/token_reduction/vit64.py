@@ -73,6 +73,13 @@ REPLICATION = {
     for scale, first in (("small", 3), ("full", 5))
 }
 
+#: The replication's seeds and base models with the same budget started at block 0 (``--replication
+#: --early``, ``token_reduction_early.json``): the earliest start at which this model's reducers separate
+#: training-free (the ablations' schedule 0,1,2), so each of ``free_methods`` is also measured
+#: training-free. ``small`` ~80 s a seed on one core.
+EARLY = {scale: dict(cfg, layers=(0, 1, 2), free_methods=("ours", "EViT", "ToMe", "random"))
+         for scale, cfg in REPLICATION.items()}
+
 #: :func:`paper_ablations` as the notebook calls it on the shipped weights: the main budget (keep 0.7 at
 #: ``VIT64_SWEEP[scale]["layers"]``) on every test image, the CLS probe fitted on the first ``n_train``
 #: training images. Stored in ``token_reduction_ablations.json`` (the notebook recomputes seed 0 live).
@@ -328,28 +335,38 @@ def main_vit64(scale: str = "small", seeds=None, out: Path | None = None) -> Pat
                         scale=scale)
 
 
-def main_replication(scale: str = "small", seeds=None, out: Path | None = None) -> Path:
+def main_replication(scale: str = "small", seeds=None, out: Path | None = None, early: bool = False) -> Path:
     """Train the 64-token ViT for each seed of ``REPLICATION[scale]`` and store its unreduced accuracy and
     the accuracy of each reducer after fine-tuning (:func:`fine_tuned`) on the seed's test digits, in
-    ``token_reduction_replication.json`` (``.full.json`` for ``full``; ``out`` when given)."""
+    ``token_reduction_replication.json`` (``.full.json`` for ``full``; ``out`` when given). ``early``:
+    the protocol of ``EARLY[scale]`` instead, with each reducer's training-free accuracy and MACs
+    (:func:`training_free`), in ``token_reduction_early.json``."""
     from ..results import save_results
 
-    cfg = dict(REPLICATION[scale])
+    cfg = dict((EARLY if early else REPLICATION)[scale])
     default_seeds, epochs = cfg.pop("seeds"), cfg.pop("epochs")
     all_seeds = default_seeds if seeds is None else list(seeds)
+    keep, layers = cfg["ft_keep"], cfg["layers"]
     runs = []
     for s in all_seeds[:cap(len(all_seeds), 1)]:   # NEURIPS25_SMOKE=1: one seed, 64 test images
         with single_thread():
             model, splits = train_vit64(s, epochs)
             X, y = splits["test"]
             X, y = X[:cap(len(X), 64)], y[:cap(len(y), 64)]
-            acc = {}
+            run = {"seed": s, "n_test": len(X), "acc_full": evaluate(model, X, y)}
+            if early:
+                free = training_free(model, X, y, layers, (keep,), cfg["free_methods"])
+                run["free"] = {k: v[str(keep)] for k, v in free["acc"].items()}
+                run["macs"] = {"full": measure_macs(model), **{k: v[str(keep)] for k, v in free["macs"].items()}}
+            run["finetuned"] = {}
             for name in cfg["methods"]:
-                tuned, plan = fine_tuned(model, name, cfg["ft_keep"], cfg["layers"], cfg["ft_epochs"], s)
-                acc[name] = evaluate(tuned, X, y, plan)
-        runs.append({"seed": s, "n_test": len(X), "acc_full": evaluate(model, X, y), "finetuned": acc})
-        print(f"seed {s}: full {runs[-1]['acc_full']:.4f}", {k: round(v, 4) for k, v in acc.items()}, flush=True)
-    cmd = "python -m neurips25.token_reduction --model vit64 --replication " + (
+                tuned, plan = fine_tuned(model, name, keep, layers, cfg["ft_epochs"], s)
+                run["finetuned"][name] = evaluate(tuned, X, y, plan)
+        runs.append(run)
+        print(f"seed {s}: full {run['acc_full']:.4f}", {k: round(v, 4) for k, v in run.get("free", {}).items()},
+              {k: round(v, 4) for k, v in run["finetuned"].items()}, flush=True)
+    cmd = "python -m neurips25.token_reduction --model vit64 --replication " + ("--early " if early else "") + (
         "--scale full " if scale == "full" else "")
-    return save_results("token_reduction_replication", {"runs": runs, "settings": {**cfg, "epochs": epochs}},
+    return save_results("token_reduction_early" if early else "token_reduction_replication",
+                        {"runs": runs, "settings": {**cfg, "epochs": epochs}},
                         cmd + "--seeds " + " ".join(map(str, all_seeds)), seed=all_seeds[0], path=out, scale=scale)
