@@ -234,14 +234,22 @@ def test_paper_protocols_runs_and_validates(model, images, monkeypatch):
 @pytest.mark.parametrize("argv", [["--paper-protocols"], ["--paper-ablations"], ["--replication"],
                                   ["--model", "vit64", "--paper-protocols", "--paper-ablations"],
                                   ["--model", "vit64", "--replication", "--paper-ablations"],
-                                  ["--model", "vit64", "--early"]])
+                                  ["--model", "vit64", "--early"], ["--model", "vit64", "--ft-epochs", "10"]])
 def test_paper_cli_flags_need_vit64_and_one_run(argv, capsys):
     from neurips25.token_reduction import main
 
     with pytest.raises(SystemExit):
         main(argv)
     err = capsys.readouterr().err
-    assert "needs --model vit64" in err or "separate runs: give one" in err or "--early needs --replication" in err
+    assert "needs --model vit64" in err or "separate runs: give one" in err or "needs --replication" in err
+
+
+def test_replication_rejects_bad_ft_epochs():
+    from neurips25.token_reduction import main_replication
+
+    for bad in (0, 2.0, True):
+        with pytest.raises(ValueError, match="ft_epochs must be a positive int"):
+            main_replication(ft_epochs=bad)
 
 
 def test_main_replication_stores_fine_tuned_accuracies(tmp_path, monkeypatch):
@@ -511,3 +519,20 @@ def test_early_small_is_the_stored_one():
     settings = {k: v for k, v in small.items() if k != "seeds"}
     assert stored["data"]["settings"] == {**settings, **{k: list(settings[k]) for k in ("layers", "methods",
                                                                                           "free_methods")}}
+
+
+def test_early_ft10_is_the_stored_one():
+    """``... --replication --early --ft-epochs 10`` wrote the stored ten-epoch runs: the block-0 protocol
+    with ft_epochs 10 on seeds 3-14, the same trained models and training-free numbers as the 2-epoch one."""
+    from neurips25.results import load_results
+    from neurips25.token_reduction import EARLY
+
+    stored, seeds = load_results("token_reduction_early_ft10"), list(range(3, 15))
+    assert stored["command"].endswith("--early --ft-epochs 10 --seeds " + " ".join(map(str, seeds)))
+    settings = {k: v for k, v in EARLY["small"].items() if k != "seeds"}
+    assert stored["data"]["settings"] == {**settings, "ft_epochs": 10, **{
+        k: list(settings[k]) for k in ("layers", "methods", "free_methods")}}
+    two = {r["seed"]: r for r in load_results("token_reduction_early")["data"]["runs"]}
+    runs = stored["data"]["runs"]
+    assert [r["seed"] for r in runs] == seeds
+    assert all(r["acc_full"] == two[r["seed"]]["acc_full"] and r["free"] == two[r["seed"]]["free"] for r in runs)

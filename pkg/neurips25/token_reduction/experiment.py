@@ -158,9 +158,13 @@ def main(argv=None) -> None:
     ap.add_argument("--early", action="store_true",
                     help="with --replication: the same seeds with the budget started at block 0, also "
                          "training-free (token_reduction_early.json, EARLY[scale])")
+    ap.add_argument("--ft-epochs", type=int, default=None,
+                    help="with --replication: fine-tune this many epochs instead of the protocol's "
+                         "(stored with _ft<N> added to the name)")
     args = ap.parse_args(argv)
-    if args.early and not args.replication:
-        ap.error("--early needs --replication")
+    for flag in ("early", "ft_epochs"):
+        if getattr(args, flag) not in (False, None) and not args.replication:
+            ap.error(f"--{flag.replace('_', '-')} needs --replication")
     runs = ("paper_protocols", "paper_ablations", "replication")
     for flag in runs:
         if getattr(args, flag) and args.model != "vit64":
@@ -171,7 +175,7 @@ def main(argv=None) -> None:
         from .vit64 import main_paper_ablations, main_paper_protocols, main_replication, main_vit64
 
         if args.replication:
-            print(main_replication(args.scale, args.seeds, args.out, early=args.early))
+            print(main_replication(args.scale, args.seeds, args.out, early=args.early, ft_epochs=args.ft_epochs))
             return
         run = main_paper_protocols if args.paper_protocols else main_paper_ablations if args.paper_ablations else main_vit64
         print(run(args.scale, args.seeds, args.out))

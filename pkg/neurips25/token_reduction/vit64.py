@@ -335,15 +335,23 @@ def main_vit64(scale: str = "small", seeds=None, out: Path | None = None) -> Pat
                         scale=scale)
 
 
-def main_replication(scale: str = "small", seeds=None, out: Path | None = None, early: bool = False) -> Path:
+def main_replication(scale: str = "small", seeds=None, out: Path | None = None, early: bool = False,
+                     ft_epochs: int | None = None) -> Path:
     """Train the 64-token ViT for each seed of ``REPLICATION[scale]`` and store its unreduced accuracy and
     the accuracy of each reducer after fine-tuning (:func:`fine_tuned`) on the seed's test digits, in
     ``token_reduction_replication.json`` (``.full.json`` for ``full``; ``out`` when given). ``early``:
     the protocol of ``EARLY[scale]`` instead, with each reducer's training-free accuracy and MACs
-    (:func:`training_free`), in ``token_reduction_early.json``."""
+    (:func:`training_free`), in ``token_reduction_early.json``. ``ft_epochs``: fine-tune that many
+    epochs instead of the protocol's (same trained models), stored with ``_ft<ft_epochs>`` added to the
+    name."""
     from ..results import save_results
 
     cfg = dict((EARLY if early else REPLICATION)[scale])
+    slug = "token_reduction_early" if early else "token_reduction_replication"
+    if ft_epochs is not None:
+        if isinstance(ft_epochs, bool) or not isinstance(ft_epochs, int) or ft_epochs < 1:
+            raise ValueError(f"ft_epochs must be a positive int, got {ft_epochs!r}")
+        cfg["ft_epochs"], slug = ft_epochs, f"{slug}_ft{ft_epochs}"
     default_seeds, epochs = cfg.pop("seeds"), cfg.pop("epochs")
     all_seeds = default_seeds if seeds is None else list(seeds)
     keep, layers = cfg["ft_keep"], cfg["layers"]
@@ -366,7 +374,6 @@ def main_replication(scale: str = "small", seeds=None, out: Path | None = None, 
         print(f"seed {s}: full {run['acc_full']:.4f}", {k: round(v, 4) for k, v in run.get("free", {}).items()},
               {k: round(v, 4) for k, v in run["finetuned"].items()}, flush=True)
     cmd = "python -m neurips25.token_reduction --model vit64 --replication " + ("--early " if early else "") + (
-        "--scale full " if scale == "full" else "")
-    return save_results("token_reduction_early" if early else "token_reduction_replication",
-                        {"runs": runs, "settings": {**cfg, "epochs": epochs}},
+        f"--ft-epochs {ft_epochs} " if ft_epochs is not None else "") + ("--scale full " if scale == "full" else "")
+    return save_results(slug, {"runs": runs, "settings": {**cfg, "epochs": epochs}},
                         cmd + "--seeds " + " ".join(map(str, all_seeds)), seed=all_seeds[0], path=out, scale=scale)
