@@ -234,3 +234,19 @@ def test_replication_is_fresh_data_stored_apart():
     assert {k: cfg[k] for k in R.RETRIEVAL["small"]} == R.RETRIEVAL["small"]  # the sweep's sizes
     with pytest.raises(SystemExit):  # the replication's seeds are fixed
         R.main(["--replication", "--data-seeds", "4"])
+
+
+def test_full_sizes_study_is_stored_apart():
+    from neurips25.results import load_results
+
+    payload = load_results("regen_full_sizes")
+    data, cfg = payload["data"], payload["data"]["config"]
+    assert payload["slug"] == "regen_full_sizes" and "--full-sizes" in payload["command"]
+    assert cfg["data_seeds"] == list(R.DATA_SEEDS)
+    assert {k: cfg[k] for k in R.RETRIEVAL["full"]} == R.RETRIEVAL["full"]  # the full scale's sizes
+    # the stored summary is the pooled gain of the stored ranks
+    assert data["r1_gain"] == R.pooled_gain_ci([R.r1_gains(data["runs"][str(d)]) for d in R.DATA_SEEDS])
+    for run in data["runs"].values():
+        assert run["n_placeholders"] == cfg["n_test"] * cfg["n_segments"] == len(run["zero_shot"]["ranks"])
+    with pytest.raises(SystemExit):  # two studies in one call
+        R.main(["--full-sizes", "--replication"])

@@ -729,7 +729,10 @@ def main(argv: list[str] | None = None) -> None:
     """``python -m neurips25.regen [--scale small|full] [--data-seeds 0 1 2] [--seeds 0 1 2]``:
     regenerate the stored retrieval sweep ``notebooks/results/regen.json``: for each data seed the
     notebook's split and sizes (``RETRIEVAL[scale]``), the zero-shot MiniLM baseline and one trained
-    retriever per training seed, with every test placeholder's rank of the true quote."""
+    retriever per training seed, with every test placeholder's rank of the true quote.
+    ``--replication``: the same on ``REPLICATION_DATA_SEEDS`` (``regen_replication.json``);
+    ``--full-sizes``: the same data seeds at ``RETRIEVAL["full"]``'s sizes, the paper's 66 candidates
+    per film (``regen_full_sizes.json``)."""
     from .results import add_scale_arguments, save_results
     from .runtime import seed_everything
 
@@ -742,14 +745,21 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--replication", action="store_true",
                    help="the replication on fresh data seeds REPLICATION_DATA_SEEDS, written to "
                         "regen_replication.json (alias: python -m neurips25.regen_replication)")
+    p.add_argument("--full-sizes", action="store_true",
+                   help="the stored sweep's data seeds at the full scale's sizes (RETRIEVAL['full'], "
+                        "also with --scale small), written to regen_full_sizes.json "
+                        "(alias: python -m neurips25.regen_full_sizes)")
     a = p.parse_args(argv)
     if a.replication and a.data_seeds != list(DATA_SEEDS):
         p.error("--replication runs REPLICATION_DATA_SEEDS; do not pass --data-seeds with it")
+    if a.replication and a.full_sizes:
+        p.error("--replication and --full-sizes are separate studies; pass one of them")
     seed_everything(0)
     cmd = "python -m neurips25.regen " + " ".join(argv if argv is not None else sys.argv[1:])
-    cfg = {**RETRIEVAL[a.scale], **({"seeds": a.seeds} if a.seeds else {})}
+    cfg = {**RETRIEVAL["full" if a.full_sizes else a.scale], **({"seeds": a.seeds} if a.seeds else {})}
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
-    data_seeds, slug = (REPLICATION_DATA_SEEDS, "regen_replication") if a.replication else (a.data_seeds, "regen")
+    data_seeds, slug = ((REPLICATION_DATA_SEEDS, "regen_replication") if a.replication
+                        else (a.data_seeds, "regen_full_sizes" if a.full_sizes else "regen"))
     data = retrieval_sweep(data_seeds, **cfg, log=log)
     print(save_results(slug, data, cmd.strip(), seed=0, path=a.out, scale=a.scale))
 
