@@ -99,6 +99,14 @@ def test_cli_rejects_group_without_attained():
         main(["--group", "0"])
     with pytest.raises(SystemExit):
         main(["--attained", "--group", "7"])
+    with pytest.raises(SystemExit):  # a replication group is not a group of the stored study
+        main(["--attained", "--group", "3"])
+    with pytest.raises(SystemExit):  # nor the other way round
+        main(["--attained-replication", "--group", "0"])
+    with pytest.raises(SystemExit):
+        main(["--attained", "--attained-replication"])
+    with pytest.raises(SystemExit):
+        main(["--attained-confirm", "--group", "3"])
 
 
 def test_newton_mle_recovers_parameters_on_large_sample():
@@ -244,3 +252,21 @@ def test_sweep_small_is_the_stored_sweep():
     assert ext["ns"] == EXTEND_NS and ext["reps"] == att["reps"] and set(ext["groups"]) == set(att["groups"])
     assert all(len(g["errors"]["exp_tau"]) == len(EXTEND_NS) for g in ext["groups"].values())
     assert len(ext["fisher_sd"]["exp_tau"]) == len(EXTEND_NS)
+    # the trend test's fresh groups (--attained-replication): disjoint seeds, the whole n grid
+    from neurips25.contaminated_moe.__main__ import LARGE_NS, REPLICATION_GROUPS
+
+    rep = att["replication"]
+    assert not set(REPLICATION_GROUPS) & {int(g) for g in att["groups"]}
+    assert sorted(int(g) for g in rep["groups"]) == REPLICATION_GROUPS and rep["reps"] == att["reps"]
+    assert rep["ns"] == LARGE_NS + EXTEND_NS and rep["gate"] == att["gate"]
+    assert all(np.shape(g["errors"]["exp_tau"]) == (len(rep["ns"]), rep["reps"]) for g in rep["groups"].values())
+    # the confirmatory groups (--attained-confirm): fresh seeds again, both families, as attained()
+    from neurips25.contaminated_moe.__main__ import CONFIRM_GROUPS
+
+    conf = att["confirmation"]
+    assert not set(CONFIRM_GROUPS) & (set(REPLICATION_GROUPS) | {int(g) for g in att["groups"]})
+    assert sorted(int(g) for g in conf["groups"]) == CONFIRM_GROUPS
+    assert all(conf[k] == att[k] for k in ("ns", "reps", "gate", "delta_scale"))
+    for f in cm.FAMILIES:  # the same Fisher prediction (Monte Carlo; equal to a few ulp)
+        assert all(np.allclose(conf["fisher_sd"][f][k], att["fisher_sd"][f][k], rtol=1e-12) for k in cm.PARAMS)
+    assert all(set(fits) == set(cm.FAMILIES) for fits in conf["groups"].values())

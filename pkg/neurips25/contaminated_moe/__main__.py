@@ -23,6 +23,12 @@ ATTAINED = dict(gate="constant", delta_scale=0.3)
 #: The constant-gate study (Gaussian f0) continued past n = 10⁶, same groups and seeds: the
 #: measured trend of its local slope (pre-registered: lower half of the n grid vs upper half).
 EXTEND_NS = [3_162_278]
+#: Fresh replicate groups of that trend test (seeds ``seed + 1 + g``; groups 0–2 are the stored
+#: study's): 12 × 16 data sets, four times the first test's, fixed before they were fitted.
+REPLICATION_GROUPS = list(range(3, 15))
+#: Fresh replicate groups of a confirmatory run of the claim's criteria (both f0 families, the n of
+#: ``LARGE_NS``, as :func:`attained`), fixed before they were fitted.
+CONFIRM_GROUPS = list(range(15, 21))
 
 #: The sweep behind ``notebooks/results/contaminated_moe.json`` (``small``: exactly the settings of the
 #: stored sweep, the §4 grid plus the ``large`` extension) and ``contaminated_moe.full.json`` (``full``).
@@ -122,15 +128,32 @@ def attained_extension(reps: int, seed: int, groups: list[int]) -> dict:
                            n_mc=cap(20_000, 2000))
         for k in PARAMS:
             out["fisher_sd"][k].append(sd[k] / n ** 0.5)
+    out["groups"] = _gaussian_groups(reps, seed, groups, EXTEND_NS, "extension")
+    return out
+
+
+def _gaussian_groups(reps: int, seed: int, groups: list[int], ns: list[int], label: str) -> dict:
+    """Gaussian-f0 ``ATTAINED`` fits of replicate groups ``groups`` (``reps`` data sets with seed
+    ``seed + 1 + g``, 8 at a time as in :func:`attained`) at ``ns``: errors, converged and on-bound
+    shares per n."""
+    out = {}
     for g in groups:
         res = [mle_errors("nondist_eta", n, reps, seed + 1 + g, f0_family="gaussian", chunk=8,
-                          **ATTAINED) for n in EXTEND_NS]
-        out["groups"][str(g)] = {
+                          **ATTAINED) for n in ns]
+        out[str(g)] = {
             "errors": {k: [r["errors"][k] for r in res] for k in PARAMS},
             "converged": [sum(r["converged"]) / reps for r in res],
             "at_tau_bound": [sum(r["at_tau_bound"]) / reps for r in res]}
-        print("attained extension group", g, flush=True)
+        print(f"attained {label} group", g, flush=True)
     return out
+
+
+def attained_replication(reps: int, seed: int, groups: list[int]) -> dict:
+    """The trend test of the Gaussian-f0 ``ATTAINED`` study on fresh data sets: replicate group g
+    (of ``REPLICATION_GROUPS``) fits ``reps`` data sets with seed ``seed + 1 + g`` at every n of
+    ``LARGE_NS + EXTEND_NS`` (8 at a time, as in :func:`attained`)."""
+    reps, ns = cap(reps), (LARGE_NS + EXTEND_NS)[:cap(len(LARGE_NS) + len(EXTEND_NS), 3)]
+    return {"ns": ns, "reps": reps, **ATTAINED, "groups": _gaussian_groups(reps, seed, groups, ns, "replication")}
 
 
 #: §4's setting (i) with the paper's gate, fitted by an EM stopped as MoE codes stop it (relative
@@ -178,8 +201,10 @@ def main(argv=None) -> None:  # python -m neurips25.contaminated_moe
     them). ``--large`` adds only the extension to the stored sweep, ``--tau-box`` only its τ-box
     study of setting (ii), ``--attained [--group G] [--family F]`` only the constant-gate study
     (or some of its replicate groups and f0 families: one run each fits the CPU's time budget),
-    ``--attained-extend`` only that study's continuation to the n of ``EXTEND_NS``, ``--em`` only the
-    EM-vs-Newton study of setting (i)."""
+    ``--attained-extend`` only that study's continuation to the n of ``EXTEND_NS``,
+    ``--attained-replication [--group G]`` only the fresh replicate groups of its trend test
+    (``REPLICATION_GROUPS``), ``--attained-confirm [--group G]`` only the confirmatory groups of the
+    constant-gate study (``CONFIRM_GROUPS``), ``--em`` only the EM-vs-Newton study of setting (i)."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m neurips25.contaminated_moe", description=main.__doc__)
@@ -202,19 +227,36 @@ def main(argv=None) -> None:  # python -m neurips25.contaminated_moe
                     help="add the constant-gate study's continuation past n = 10^6 (Gaussian f0)")
     ap.add_argument("--em", action="store_true",
                     help="add the EM-vs-Newton study of setting (i) (the paper's estimator)")
+    ap.add_argument("--attained-replication", action="store_true",
+                    help="add the trend test's fresh replicate groups REPLICATION_GROUPS (Gaussian f0, "
+                         "every n of LARGE_NS + EXTEND_NS)")
+    ap.add_argument("--attained-confirm", action="store_true",
+                    help="add the confirmatory replicate groups CONFIRM_GROUPS of the constant-gate "
+                         "study (both f0 families, the n of LARGE_NS)")
     ap.add_argument("--group", type=int, action="append", default=None,
-                    help="with --attained: only this replicate group (repeatable)")
+                    help="with --attained, --attained-replication or --attained-confirm: only this "
+                         "replicate group (repeatable)")
     ap.add_argument("--family", choices=FAMILIES, action="append", default=None,
                     help="with --attained: only this f0 family (repeatable)")
     args = ap.parse_args(argv)
     cfg = {k: (v if getattr(args, k) is None else getattr(args, k)) for k, v in SWEEP[args.scale].items()}
     flag = " --scale full" if args.scale == "full" else ""
     all_groups = list(range(cap(cfg["attained_groups"])))
-    if args.group is not None and (args.attained is False or not set(args.group) <= set(all_groups)):
-        ap.error(f"--group needs --attained and groups in {all_groups}, got {args.group}")
+    rep_groups = REPLICATION_GROUPS[:cap(len(REPLICATION_GROUPS))]
+    conf_groups = CONFIRM_GROUPS[:cap(len(CONFIRM_GROUPS))]
+    if args.attained + args.attained_replication + args.attained_confirm > 1:
+        ap.error("--attained, --attained-replication and --attained-confirm are separate runs; pass one")
+    if args.group is not None and not (
+            (args.attained and set(args.group) <= set(all_groups))
+            or (args.attained_replication and set(args.group) <= set(rep_groups))
+            or (args.attained_confirm and set(args.group) <= set(conf_groups))):
+        ap.error(f"--group needs --attained and groups in {all_groups}, --attained-replication and "
+                 f"groups in {rep_groups} or --attained-confirm and groups in {conf_groups}, "
+                 f"got {args.group}")
     if args.family is not None and not args.attained:
         ap.error("--family needs --attained")
-    if args.large or args.attained or args.tau_box or args.attained_extend or args.em:
+    if (args.large or args.attained or args.tau_box or args.attained_extend or args.em
+            or args.attained_replication or args.attained_confirm):
         stored = load_results("contaminated_moe", args.out, scale=args.scale)
         data, cmd = stored["data"], stored["command"]
         if args.large:
@@ -231,9 +273,9 @@ def main(argv=None) -> None:  # python -m neurips25.contaminated_moe
                     old[k] == new[k] for k in ("ns", "reps", *ATTAINED)):
                 for g, fits in old["groups"].items():  # keep the other groups and families
                     new["groups"][g] = {**fits, **new["groups"].get(g, {})}
-            if old is not None and "extension" in old and all(
-                    old[k] == new[k] for k in ("ns", "reps", *ATTAINED)):
-                new["extension"] = old["extension"]  # --attained-extend's continuation stays
+            for part in ("extension", "replication", "confirmation"):  # the later studies stay
+                if old is not None and part in old and all(old[k] == new[k] for k in ("ns", "reps", *ATTAINED)):
+                    new[part] = old[part]
             data["attained"] = new
             part = " ".join([f"--group {g}" for g in args.group or []]
                             + [f"--family {f}" for f in args.family or []])
@@ -242,6 +284,18 @@ def main(argv=None) -> None:  # python -m neurips25.contaminated_moe
             data["attained"]["extension"] = attained_extension(cfg["attained_reps"], cfg["seed"],
                                                                all_groups)
             cmd = _chain(cmd, f"python -m neurips25.contaminated_moe{flag} --attained-extend")
+        for on, part, run, default, opt in (
+                (args.attained_replication, "replication", attained_replication, rep_groups,
+                 "--attained-replication"),
+                (args.attained_confirm, "confirmation", attained, conf_groups, "--attained-confirm")):
+            if not on:
+                continue
+            new = run(cfg["attained_reps"], cfg["seed"], args.group or default)
+            old = data["attained"].get(part)
+            if old is not None and args.group and all(old[k] == new[k] for k in ("ns", "reps", *ATTAINED)):
+                new["groups"] = {**old["groups"], **new["groups"]}  # keep the other groups
+            data["attained"][part] = new
+            cmd = _chain(cmd, f"python -m neurips25.contaminated_moe{flag} {opt}")
         if args.em:
             data["em"] = em_study(cfg["reps"], cfg["seed"])
             cmd = _chain(cmd, f"python -m neurips25.contaminated_moe{flag} --em")
@@ -261,12 +315,16 @@ def main(argv=None) -> None:  # python -m neurips25.contaminated_moe
     data["large"] = large(cfg["large_reps"], cfg["seed"])
     data["attained"] = attained(cfg["attained_reps"], cfg["seed"], all_groups)
     data["attained"]["extension"] = attained_extension(cfg["attained_reps"], cfg["seed"], all_groups)
+    data["attained"]["replication"] = attained_replication(cfg["attained_reps"], cfg["seed"], rep_groups)
+    data["attained"]["confirmation"] = attained(cfg["attained_reps"], cfg["seed"], conf_groups)
     data["em"] = em_study(cfg["reps"], cfg["seed"])
     cmd = (f"python -m neurips25.contaminated_moe{flag} --reps {cfg['reps']} --seed {cfg['seed']} "
            f"--n-min {cfg['n_min']:g} --n-max {cfg['n_max']:g} --points {cfg['points']} "
            f"--large-reps {cfg['large_reps']} --attained-reps {cfg['attained_reps']} "
            f"--attained-groups {cfg['attained_groups']} && "
            f"python -m neurips25.contaminated_moe{flag} --attained-extend && "
+           f"python -m neurips25.contaminated_moe{flag} --attained-replication && "
+           f"python -m neurips25.contaminated_moe{flag} --attained-confirm && "
            f"python -m neurips25.contaminated_moe{flag} --em")
     print(save_results("contaminated_moe", data, cmd, cfg["seed"], path=args.out, scale=args.scale))
 
