@@ -311,3 +311,56 @@ def test_poison10_small_is_the_stored_ten_seed_table1_sweep():
         for m, r in res.items():
             new = payload["data"]["budgets"][T][m]
             assert new["best_hp"] == r["best_hp"] and new["sup"][:len(r["sup"])] == r["sup"], (T, m)
+
+
+def test_paper_grid_is_the_official_codes_grid():
+    from neurips25.unlearning import PAPER_GRIDS
+
+    g10, g100 = tuning_grid("minnorm_og", 10, "paper"), tuning_grid("minnorm_og", 100, "paper")
+    assert len(g10) == 3 * 2 * 3 * 3 * 3 == 162 and len(g100) == 3 * 2 * 3 * 2 * 2 == 72
+    assert {hp["n_pert"] for hp in g10 + g100} == {None}  # grad_sample_size 50 = every retain point
+    assert {1 / (1 + hp["lam"]) for hp in g100} == {0.1, 1.0}  # the official reg_coef c
+    assert len({tuple(sorted(hp.items())) for hp in g100}) == 72  # no duplicates
+    assert [hp["lr"] for hp in tuning_grid("gd", 100, "paper")] == PAPER_GRIDS[100]["lr"]
+    assert tuning_grid("gd", 10) == tuning_grid("gd", 10, "book")  # the book's grid stays the default
+
+
+@pytest.mark.parametrize("args, match", [
+    (("minnorm_og", 10, "large"), "grid must be"),
+    (("ridge", 10, "paper"), "grid='paper' covers"),
+    (("minnorm_og", 1000, "paper"), "grid='paper' covers"),
+])
+def test_tuning_grid_rejects_unknown_grids(args, match):
+    with pytest.raises(ValueError, match=match):
+        tuning_grid(*args)
+
+
+def test_spiky_snapshot_cache_round_trips(tmp_path):
+    from neurips25.unlearning import _spiky_snapshots
+
+    d = sine_poisoning_data(0, half_width=3.0, min_gap=0.0)
+    a = _spiky_snapshots(0, d, (2, 4), 1e-3, 3.0, str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "spiky_s0_k2_lr0.001_w3.000000.pt", "spiky_s0_k4_lr0.001_w3.000000.pt"]
+    b = _spiky_snapshots(0, d, (2, 4), 1e-3, 3.0, str(tmp_path))  # loaded, not retrained
+    for k in (2, 4):
+        assert all(torch.equal(p, q) for p, q in zip(a[k].parameters(), b[k].parameters()))
+    assert not all(torch.equal(p, q) for p, q in zip(a[2].parameters(), a[4].parameters()))
+
+
+def test_paper_grid_small_is_the_stored_sweep():
+    from neurips25.results import load_results
+    from neurips25.unlearning import PAPER_GRID, SPIKY10
+
+    payload = load_results("unlearning_paper_grid")
+    cfg, small = payload["data"]["config"], PAPER_GRID["small"]
+    assert payload["slug"] == "unlearning_paper_grid" and "--experiment paper_grid" in payload["command"]
+    assert cfg["grid"] == "paper" and cfg["all_configs"] is True and cfg["budgets"] == small["budgets"]
+    assert cfg["seeds"] == list(range(small["seeds"])) and cfg["tune_seeds"] == small["tune_seeds"]
+    assert cfg["checkpoints"] == small["checkpoints"] == [100_000] and PAPER_GRID["full"] == small
+    # the ten-seed run's seeds and networks, so its 100,000-step diagnostics must agree
+    assert small["seeds"] == SPIKY10["small"]["seeds"] and small["tune_seeds"] == SPIKY10["small"]["tune_seeds"]
+    res = payload["data"]["checkpoints"]["100000"]
+    for T in map(str, small["budgets"]):
+        assert len(res[T]["minnorm_og"]["grid"]) == len(tuning_grid("minnorm_og", int(T), "paper"))
+        assert all(len(g["eval_sup"]) == 10 and len(g["tune_sup"]) == 3 for g in res[T]["minnorm_og"]["grid"])
