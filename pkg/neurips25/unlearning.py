@@ -702,7 +702,7 @@ SPIKY_SELECTION = {
 #: The spiky claim tuned as the paper tunes it (``unlearning_paper_grid.json``, ``--experiment paper_grid``):
 #: MinNorm-OG and GD on the official code's grids (``PAPER_GRIDS``), every configuration evaluated on three
 #: held-out tuning seeds and the ten evaluation seeds, from the paper's 100,000-step networks (the same as
-#: ``SPIKY10``'s; ~60 CPU-minutes on one core). The paper's size, so both scales are the same settings.
+#: ``SPIKY10``'s; ~50 CPU-minutes on one core). The paper's size, so both scales are the same settings.
 PAPER_GRID = {scale: dict(seeds=10, tune_seeds=[100, 101, 102], checkpoints=[100_000], budgets=[10, 100],
                           grid="paper") for scale in ("small", "full")}
 
