@@ -539,8 +539,8 @@ def run_sine_sweep(seeds=(0, 1, 2), budgets=(10, 100, 1000), tune_seeds=(100, 10
 
 
 def _tune_and_evaluate(runs: dict, m: str, T: int, seeds, tune_seeds, half_width: float,
-                       all_configs: bool = False, grid_name: str = "book") -> dict[str, Any]:
-    """Choose ``m``'s configuration from ``tuning_grid(m, T, grid_name)`` by the mean sup-error on the held-out
+                       all_configs: bool = False, grid: str = "book") -> dict[str, Any]:
+    """Choose ``m``'s configuration from ``tuning_grid(m, T, grid)`` by the mean sup-error on the held-out
     ``tune_seeds`` and report it on the evaluation ``seeds``; ``runs[s] = (data, poisoned model)``.
     ``all_configs``: also keep every configuration's per-seed sup-errors on the tuning and the
     evaluation seeds (``tune_sup``, ``eval_sup``), to see how much the choice itself decides."""
@@ -554,18 +554,18 @@ def _tune_and_evaluate(runs: dict, m: str, T: int, seeds, tune_seeds, half_width
                 rmse.append(float(nn.functional.mse_loss(u(d["xr"]), d["yr"])))
         return sups, rmse
 
-    grid = []
-    configs = tuning_grid(m, T, grid_name)
+    scored = []
+    configs = tuning_grid(m, T, grid)
     for hp in configs[:cap(len(configs), 4)]:  # the book's four; the paper's 72-162 capped in smoke runs
         sups, _ = evaluate(hp, tune_seeds)
         finite = all(map(math.isfinite, sups))
-        grid.append({"hp": hp, "tune_mean_sup": sum(sups) / len(sups) if finite else float("inf")})
+        scored.append({"hp": hp, "tune_mean_sup": sum(sups) / len(sups) if finite else float("inf")})
         if all_configs:
-            grid[-1].update(tune_sup=sups, eval_sup=evaluate(hp, seeds)[0])
-    best = min(grid, key=lambda r: r["tune_mean_sup"])
+            scored[-1].update(tune_sup=sups, eval_sup=evaluate(hp, seeds)[0])
+    best = min(scored, key=lambda r: r["tune_mean_sup"])
     sups, rmse = evaluate(best["hp"], seeds)
     return {"best_hp": best["hp"], "sup": sups, "retain_mse": rmse,
-            "median_sup": float(torch.tensor(sups).median()), "grid": grid}
+            "median_sup": float(torch.tensor(sups).median()), "grid": scored}
 
 
 @torch.no_grad()
