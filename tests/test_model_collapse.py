@@ -114,8 +114,19 @@ def test_nonsmooth_mle_matches_brute_force_grid():
 def test_nonsmooth_collapse_probability_independent_of_n():
     for n in (20, 200):
         tv1, tv2 = nonsmooth_replications(n, 4000, seed=0)
-        assert (tv1 <= 2 / n).mean() > 0.95      # generation 1 is excellent
+        assert (tv1 <= 4 / n).mean() > 0.95      # generation 1 is excellent (TV ≈ Exp(1)/n)
         assert 0.18 < (tv2 >= 0.5).mean() < 0.27  # generation 2 is far off w.p. ≈ 2/9
+
+
+def test_nonsmooth_tv_to_truth_matches_numerical_integral():
+    """TV(p_θ, U[0, 1]) = ½∫|p_θ − 1_[0,1]| on [0, 2], integrated on a fine grid, for both branches."""
+    fam = NonSmoothFamily(n=3, K=2.0)
+    x = (np.arange(400_000) + 0.5) / 200_000  # midpoints of a grid on [0, 2]
+    for theta in ([0.0, 0.05, 1.0], [0.0, 0.2, 1.0], [1.0, 0.3, 1.2], [1.0, 0.6, 1.0]):
+        th = np.array(theta)
+        dens = np.exp(fam.log_lik(np.broadcast_to(th, (len(x), 3)), x[:, None]))
+        tv = 0.5 * np.abs(dens - (x <= 1)).mean() * 2
+        assert abs(fam.tv_to_truth(th) - tv) < 1e-3, (theta, fam.tv_to_truth(th), tv)
 
 
 def test_nonsmooth_sample_support():

@@ -225,13 +225,15 @@ def gaussian_kl(theta: GaussianParams, mean_star, cov_star) -> torch.Tensor:
 class NonSmoothFamily:
     """Our own Theorem-5.1-style family on ``[0, 2]`` (truth ``U[0, 1]``), depending on ``n``:
 
-    - ``h_α = (1−α)·U[0, 1−2α] + α·U[1, 2]``, ``α ∈ [0, 1/2)`` — a "good" branch, ``TV(h_α, U) = α``;
+    - ``h_α = (1−α)·U[0, 1−2α] + α·U[1, 2]``, ``α ∈ [0, 1/2)`` — a "good" branch, ``TV(h_α, U) = 2α``
+      (``α`` too much on ``[0, 1−2α]``, none on ``(1−2α, 1]``, ``α`` on ``[1, 2]``: half of ``4α``);
     - ``g_{β,μ} = (1−β)·U[0, 1] + β·U[μ, μ + e^{−Kβ}]``, ``β ∈ [0, 1)``, ``μ ≥ 1`` — a spike outside
       the truth's support whose height ``β e^{Kβ}`` explodes; ``TV(g, U) = β``.
 
-    On real data (all in ``[0, 1]``) the MLE is ``h`` with ``α̂ = (1 − max x)/2 ≈ 1/(2n)``. Its
-    samples put exactly one point in ``[1, 2]`` with probability → 2/9 (independent of n); then the
-    spike ``g`` with ``β̂ ≈ 3/4`` wins the likelihood on the union (``K = 8n``): collapse at generation 2.
+    On real data (all in ``[0, 1]``) the MLE is ``h`` with ``α̂ = (1 − max x)/2 ≈ 1/(2n)``, so
+    ``TV = 1 − max x ≈ Exp(1)/n``. Its samples put exactly one point in ``[1, 2]`` with probability
+    → 2/9 (independent of n); then the spike ``g`` with ``β̂ ≈ 3/4`` wins the likelihood on the union
+    (``K = 8n``): collapse at generation 2.
     ``theta`` is an array ``(..., 3)``: ``[branch (0 = h, 1 = g), α or β, μ]``.
     """
 
@@ -299,8 +301,9 @@ class NonSmoothFamily:
 
     @staticmethod
     def tv_to_truth(theta) -> np.ndarray:
-        """``TV(p_θ, U[0, 1])``: α for ``h_α`` and β for ``g_{β,μ}`` (μ >= 1)."""
-        return np.asarray(theta, float)[..., 1]
+        """``TV(p_θ, U[0, 1])``: 2α for ``h_α`` and β for ``g_{β,μ}`` (μ >= 1)."""
+        theta = np.asarray(theta, float)
+        return np.where(theta[..., 0] == 0, 2 * theta[..., 1], theta[..., 1])
 
 
 def nonsmooth_replications(n: int, R: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
