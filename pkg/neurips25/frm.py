@@ -446,8 +446,9 @@ def train_frm(z: torch.Tensor, biased: np.ndarray, *, epochs: int = 30, batch_si
 def chain_scores(step_scores: Sequence[torch.Tensor | np.ndarray], how: str = "mean") -> np.ndarray:
     r"""Chain score $s_k$ from its step scores $p_{k,t} = \sigma(f_\theta(z_{k,t}))$.
 
-    ``how="mean"``: $s_k = \frac1{T_k}\sum_t p_{k,t}$ (our default, in [0, 1]);
-    ``how="logmean"``: $s_k = \frac1{T_k}\sum_t \log p_{k,t}$ (log geometric mean, the official code's).
+    ``how="mean"``: $s_k = \frac1{T_k}\sum_t p_{k,t}$ (in [0, 1]);
+    ``how="logmean"``: $s_k = \frac1{T_k}\sum_t \log p_{k,t}$ (log geometric mean: the official
+    code's, and the one the chapter's experiments use).
     A chain with no steps gets the lowest possible score.
     """
     if how not in ("mean", "logmean"):
