@@ -373,3 +373,49 @@ def test_orthogonal_procrustes_recovers_a_rotation():
     assert torch.allclose(R, Q, atol=1e-10)
     with pytest.raises(ValueError, match="same shape"):
         orthogonal_procrustes(h, h[:, :4])
+
+
+def test_digits_features_are_normalised_and_check_noise():
+    from neurips25.lambda_orth import digits_features
+
+    f = digits_features(0, 0.0, epochs=1)
+    assert set(f) == {"ho_tr", "hn_tr", "y_tr", "ho_te", "hn_te", "y_te"}
+    assert f["ho_tr"].shape == (len(f["y_tr"]), 32) and f["hn_te"].shape == (len(f["y_te"]), 32)
+    for k in ("ho_tr", "hn_tr"):  # divided by the mean training norm
+        assert f[k].norm(dim=1).mean().item() == pytest.approx(1.0, abs=1e-9)
+    noisy = digits_features(0, 0.3, epochs=1)
+    assert torch.equal(noisy["y_te"], f["y_te"]) and not torch.equal(noisy["ho_te"], f["ho_te"])
+    with pytest.raises(ValueError, match="noise"):
+        digits_features(0, -0.1, epochs=1)
+
+
+def test_choose_lambda_respects_the_zero_shot_tolerance():
+    from neurips25.lambda_orth_confirm import SELECT_LAMS, ZERO_SHOT_TOL, choose_lambda
+
+    g = torch.Generator().manual_seed(0)
+    y = torch.arange(200) % 5
+    h = torch.randn(200, 8, generator=g, dtype=torch.float64) + 2.0 * torch.nn.functional.one_hot(y, 8)
+    up_y = torch.arange(100) % 5
+    up = torch.randn(100, 8, generator=g, dtype=torch.float64) + 2.0 * torch.nn.functional.one_hot(up_y + 3, 8)
+    lam, val = choose_lambda(h, y, up, up_y, seed=0, epochs=2)
+    assert lam in SELECT_LAMS and set(val) == {str(x) for x in SELECT_LAMS}
+    ok = [x for x in SELECT_LAMS if abs(val[str(x)]["zero_shot"]) < ZERO_SHOT_TOL]
+    if ok:  # the largest validation gain among the λ that keep zero-shot within the tolerance
+        assert lam in ok and val[str(lam)]["gain"] == max(val[str(x)]["gain"] for x in ok)
+
+
+def test_confirm_small_is_the_stored_study():
+    from neurips25.lambda_orth_confirm import CONFIRM, N_RANDOM, SELECT_LAMS
+    from neurips25.results import load_results
+
+    payload = load_results("lambda_orth_confirm")
+    cfg, small = payload["data"]["settings"], CONFIRM["small"]
+    assert payload["slug"] == "lambda_orth_confirm" and cfg["seeds"] == small["seeds"] == list(range(3, 13))
+    assert cfg["select_lams"] == list(SELECT_LAMS) and cfg["n_random"] == N_RANDOM
+    for k in ("emb_dim", "emb_epochs", "adapter_epochs", "batch_size", "noise"):
+        assert cfg[k] == small[k]
+    runs = payload["data"]["runs"]
+    assert sorted(map(int, runs)) == small["seeds"]
+    for r in runs.values():
+        assert r["downstream"]["lam_star"] in SELECT_LAMS and len(r["backfill"]["random_aucs"]) == N_RANDOM
+        assert set(r["adapters"]["BF_mAP"]) == {"FCT", "B⊥", "B_λ, λ=0", "B_λ, λ=1", "B_λ, λ=2", "B_λ, λ=inf"}

@@ -47,6 +47,9 @@ __all__ = [
     "backfill_order",
     "backfilling_curve",
     "load_minilm",
+    "train_embedding",
+    "digits_features",
+    "train_adapters",
 ]
 
 
@@ -476,6 +479,69 @@ def retrieval_metrics(query: torch.Tensor, gallery: torch.Tensor, y_query, y_gal
     for k in topk:
         out[f"top{k}"] = 100.0 * float((hits[:, :k].sum(1) > 0).double().mean())
     return out
+
+
+# --- the digits experiment: features and adapter training ----------------------------------------
+
+def _fit(model, tensors: tuple, epochs: int, batch_size: int, seed: int):
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from .runtime import cap, make_trainer
+
+    loader = DataLoader(TensorDataset(*tensors), batch_size=batch_size, shuffle=True,
+                        generator=torch.Generator().manual_seed(seed))
+    make_trainer(cap(epochs)).fit(model, loader)
+    return model.eval()
+
+
+def train_embedding(X: torch.Tensor, y: torch.Tensor, hidden: Sequence[int], n_classes: int, *, seed: int = 0,
+                    emb_dim: int = 32, epochs: int = 25, batch_size: int = 256) -> EmbeddingClassifier:
+    """An :class:`EmbeddingClassifier` on 8×8 digits (64 inputs), trained with Adam at 1e-2."""
+    from .runtime import seed_everything
+
+    seed_everything(seed)
+    return _fit(EmbeddingClassifier(64, hidden, emb_dim, n_classes, lr=1e-2), (X, y), epochs, batch_size, seed)
+
+
+def digits_features(seed: int = 0, noise: float = 0.0, *, emb_dim: int = 32, epochs: int = 25,
+                    batch_size: int = 256) -> dict[str, torch.Tensor]:
+    """Old and new features of one seed's digits split (70 % train / 30 % test), each divided by its
+    mean training norm. ``noise = 0``: clean digits, old model (64 hidden units) on digits 0–4 only.
+    ``noise > 0`` (the paper's regime, used for the compatibility criterion): fixed pixel noise on
+    every image, and an old model trained on all ten digits but weaker (32 hidden units, a fifth of
+    the training images, twice the epochs). The new model (256, 256) is the same in both."""
+    from .data import digits_split
+
+    if not noise >= 0:
+        raise ValueError(f"noise must be >= 0, got {noise!r}")
+    split = digits_split(val_fraction=0.0, test_fraction=0.3, seed=seed)
+    (X_tr, y_tr), (X_te, y_te) = split["train"], split["test"]
+    kw = dict(seed=seed, emb_dim=emb_dim, batch_size=batch_size)
+    if noise == 0:
+        old = train_embedding(X_tr[y_tr < 5], y_tr[y_tr < 5], (64,), 5, epochs=epochs, **kw)
+    else:
+        g = torch.Generator().manual_seed(seed)
+        X_tr = X_tr + noise * torch.randn(X_tr.shape, generator=g)
+        X_te = X_te + noise * torch.randn(X_te.shape, generator=g)
+        few = torch.randperm(len(y_tr), generator=g)[: len(y_tr) // 5]
+        old = train_embedding(X_tr[few], y_tr[few], (32,), 10, epochs=2 * epochs, **kw)
+    new = train_embedding(X_tr, y_tr, (256, 256), 10, epochs=epochs, **kw)
+    with torch.no_grad():
+        ho_tr, hn_tr = old.embed(X_tr).double(), new.embed(X_tr).double()
+        ho_te, hn_te = old.embed(X_te).double(), new.embed(X_te).double()
+    return dict(ho_tr=normalize_by_mean_norm(ho_tr), hn_tr=normalize_by_mean_norm(hn_tr), y_tr=y_tr,
+                ho_te=normalize_by_mean_norm(ho_te, ho_tr), hn_te=normalize_by_mean_norm(hn_te, hn_tr),
+                y_te=y_te)
+
+
+def train_adapters(h_old: torch.Tensor, h_new: torch.Tensor, y, *, seed: int = 0, epochs: int = 30,
+                   batch_size: int = 256, **kw) -> CompatibleAdapters:
+    """:class:`CompatibleAdapters` (Adam at 2e-2 unless ``lr`` is given; ``kw``: its arguments)."""
+    from .runtime import seed_everything
+
+    seed_everything(seed)
+    model = CompatibleAdapters(h_old.shape[1], **{"lr": 2e-2, **kw})
+    return _fit(model, (h_old, h_new, y), epochs, batch_size, seed)
 
 
 # --- partial backfilling -----------------------------------------------------------------------
