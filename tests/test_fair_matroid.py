@@ -282,3 +282,16 @@ def test_invalid_inputs_raise():
         acceptance_mc(lambda rng: Greedy(M), M, 2, order=[0, 0, 1, 2, 3, 4])
     with pytest.raises(ValueError, match="d must be a positive int"):
         lemma15_bound(0)
+
+
+def test_forest_rows_matches_is_independent_and_checks_its_input():
+    from neurips25.fair_matroid.montecarlo import forest_rows
+
+    M = spanning_tree_union(12, 2, seed=0)
+    masks = np.random.default_rng(0).random((200, M.n)) < 0.3
+    expect = [M.is_independent(list(np.flatnonzero(row))) for row in masks]
+    assert forest_rows(M, masks).tolist() == expect
+    assert 0 < np.mean(expect) < 1  # both outcomes occur
+    assert not forest_rows(M, np.ones((1, M.n), bool))[0]  # every edge: cycles
+    with pytest.raises(ValueError, match="accepted must have shape"):
+        forest_rows(M, np.ones((2, M.n + 1), bool))

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 from scipy.stats import beta as _beta
 
 from ..runtime import cap
@@ -116,21 +118,41 @@ def alg3_accept_batch(M: GraphicMatroid, d: int, pos: np.ndarray) -> np.ndarray:
     return R & (pos == first[B])
 
 
+def forest_rows(M: GraphicMatroid, accepted: np.ndarray) -> np.ndarray:
+    """For a (T, m) mask of accepted edges, whether each row is a forest (independent in ``M``):
+    its edges number ``|V|`` minus its connected components. All rows are solved as one
+    block-diagonal graph."""
+    accepted = np.asarray(accepted, dtype=bool)
+    if accepted.ndim != 2 or accepted.shape[1] != M.n:
+        raise ValueError(f"accepted must have shape (T, {M.n}), got {accepted.shape}")
+    T, nv = accepted.shape[0], M.n_vertices
+    t, e = np.nonzero(accepted)
+    u, v = t * nv + M.E[e, 0], t * nv + M.E[e, 1]
+    graph = coo_matrix((np.ones(len(e)), (u, v)), shape=(T * nv, T * nv))
+    labels = connected_components(graph, directed=False)[1].reshape(T, nv)
+    labels.sort(axis=1)
+    components = 1 + (np.diff(labels, axis=1) != 0).sum(1)
+    return accepted.sum(1) == nv - components
+
+
 def alg3_acceptance_mc(M: GraphicMatroid, d: int, n_trials: int, seed: int = 0, batch: int = 500,
                        level: float = 0.05) -> FairnessEstimate:
-    """Monte Carlo of Alg. 3 under uniformly random arrival order, in batches of trials."""
+    """Monte Carlo of Alg. 3 under uniformly random arrival order, in batches of trials. Checks every
+    output for independence (a forest), as ``acceptance_mc`` does."""
     if not isinstance(M, GraphicMatroid):
         raise TypeError(f"M must be a GraphicMatroid, got {type(M).__name__}")
     if not isinstance(n_trials, (int, np.integer)) or n_trials < 1:
         raise ValueError(f"n_trials must be a positive int, got {n_trials!r}")
     n_trials = cap(n_trials, SMOKE_TRIALS)
-    rng, counts, done = np.random.default_rng(seed), np.zeros(M.n, dtype=np.int64), 0
+    rng, counts, done, ok = np.random.default_rng(seed), np.zeros(M.n, dtype=np.int64), 0, True
     while done < n_trials:
         T = min(batch, n_trials - done)
         pos = np.argsort(rng.random((T, M.n)), axis=1).argsort(axis=1)
-        counts += alg3_accept_batch(M, d, pos).sum(0)
+        accepted = alg3_accept_batch(M, d, pos)
+        counts += accepted.sum(0)
+        ok &= bool(forest_rows(M, accepted).all())
         done += T
-    return FairnessEstimate(counts, n_trials, True, level)
+    return FairnessEstimate(counts, n_trials, ok, level)
 
 
 def hill_climb(score: Callable[[np.ndarray], float], n: int, iters: int, seed: int = 0,
