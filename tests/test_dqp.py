@@ -8,6 +8,7 @@ from neurips25.dqp import (
     DQPLayer,
     active_set,
     dqp_solve,
+    planted_gradient,
     planted_qp,
     project,
     projection_constraints,
@@ -288,6 +289,41 @@ def test_weakly_active_gradient_is_a_one_sided_derivative():
     right, left = (f(qp["d"] + e) - f(qp["d"])) / h, (f(qp["d"]) - f(qp["d"] - e)) / h
     assert abs(right - left) > 1e-3  # a genuine kink
     assert min(abs(float(gd[0]) - right), abs(float(gd[0]) - left)) < 1e-5
+
+
+@pytest.mark.parametrize("p", [2, 0])
+def test_planted_gradient_is_the_exact_derivative(p):
+    """The stress test's reference: no solver, no dQP backward; checked against finite differences
+    of the planted active set's KKT solution (valid near the data: strict complementarity)."""
+    qp = planted_qp(7, 6, p, 3, seed=4, margin=0.1)
+    g = torch.randn(7, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    ref = dict(zip(NAMES, planted_gradient(qp, g)))
+    J = qp["active"].numpy()
+
+    def f(**kw):  # <g, z> from the KKT system of the planted active set, dense numpy solve
+        d = {k: qp[k].numpy().copy() for k in NAMES} | kw
+        G, h = np.vstack([d["A"], d["C"][J]]), np.r_[d["b"], d["d"][J]]
+        K = np.block([[(d["P"] + d["P"].T) / 2, G.T], [G, np.zeros((len(h), len(h)))]])
+        return float(g.numpy() @ np.linalg.solve(K, np.r_[-d["q"], h])[:7])
+
+    rng, h = np.random.default_rng(0), 1e-6
+    for k in NAMES:
+        X = qp[k].numpy()
+        if X.size == 0:
+            continue
+        for _ in range(4):  # central differences along random directions
+            V = rng.standard_normal(X.shape)
+            fd = (f(**{k: X + h * V}) - f(**{k: X - h * V})) / (2 * h)
+            assert abs(fd - float((ref[k].numpy() * V).sum())) < 1e-7, k
+    assert not ref["C"][~qp["active"]].any() and not ref["d"][~qp["active"]].any()
+    # ... and dQP (exact forward) agrees with it
+    gr, _, _ = _grads(qp, seed=5)
+    for k, a in zip(NAMES, gr):
+        torch.testing.assert_close(a, ref[k], atol=1e-10, rtol=0)
+    with pytest.raises(ValueError, match="g must be a tensor of shape"):
+        planted_gradient(qp, torch.zeros(3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="qp must be a dict from planted_qp"):
+        planted_gradient({"P": qp["P"]}, g)
 
 
 def test_refinement_repairs_loose_solver_active_sets():

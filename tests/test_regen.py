@@ -74,6 +74,13 @@ def test_documentaries_and_split_leak_nothing(docs):
                                                  "quote_verbatim": 1.0, "quote_template": 1.0}
     # every test lead-in is still a template sentence, so generated teasers can be judged
     assert all(R.parse_lead(s.lead) == (s.role, s.aspect) for d in test for s in d.segments)
+    # ... and each narration sentence is traced to its template pool
+    for docs_, pool in ((train, "train"), (test, "test")):
+        assert all(R.narration_pool(s.lead) == R.narration_pool(s.follow) == pool
+                   for d in docs_ for s in d.segments)
+    assert R.narration_pool("the fisher counts every goat .") is None
+    with pytest.raises(TypeError, match="sentence must be a str"):
+        R.narration_pool(None)
 
 
 def test_infonce_separable_toy_reaches_r1_one():

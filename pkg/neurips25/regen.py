@@ -34,7 +34,7 @@ __all__ = [
     "QUOTE", "ASPECTS", "ROLES", "POOLS", "Segment", "Documentary", "make_documentaries", "make_split",
     "split_overlap",
     "get_documentary", "quote_vocab", "teaser_examples", "script_prompt", "ScriptModel", "parse_placeholders",
-    "fill_placeholders", "quote_coverage", "parse_lead", "judge_teaser",
+    "fill_placeholders", "quote_coverage", "parse_lead", "narration_pool", "judge_teaser",
     "SentenceEncoder", "minilm_path", "DocTensors", "doc_tensors", "QuoteRetriever", "train_retriever",
     "rank_of_truth", "recall_at_k", "score_docs", "zero_shot_scores", "tfidf_scores", "random_recall",
     "evaluate", "fill_teaser", "RETRIEVAL", "DATA_SEEDS", "REPLICATION_DATA_SEEDS", "retrieval_metrics",
@@ -398,6 +398,21 @@ def parse_lead(sentence: str) -> tuple[str, str] | None:
             m = re.fullmatch(pat, sentence.strip())
             if m:
                 return m.group("role"), aspect
+    return None
+
+
+def narration_pool(sentence: str) -> str | None:
+    """The template pool (``"train"`` or ``"test"``, see ``POOLS``) of a narration lead-in or
+    follow-up written from the templates, or ``None`` if it is neither."""
+    if not isinstance(sentence, str):
+        raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
+    for leads, _, follows in ASPECTS.values():
+        for items in (leads, follows):
+            for pool in POOLS:
+                for t in _pool(items, pool):
+                    pat = re.escape(t).replace(r"\{role\}", r"\w+")
+                    if re.fullmatch(pat, sentence.strip()):
+                        return pool
     return None
 
 

@@ -6,7 +6,15 @@ and a full-KKT stand-in; ``robust``: a Maros–Meszaros-style set, degenerate, i
 weakly-active QPs and the loose-solver stress test; ``bench``: the timing benchmark (``python -m neurips25.dqp``); ``model``: a Lightning classifier with a dQP head.
 """
 from .core import SOLVER_OPTIONS, DQPLayer, QPResult, active_set, available_solvers, dqp_solve
-from .problems import planted_qp, project, projection_constraints, sparsemax, sparsemax_jacobian
+from .problems import (
+    planted_gradient,
+    planted_qp,
+    project,
+    projection_constraints,
+    sparsemax,
+    sparsemax_jacobian,
+)
 
 __all__ = ["SOLVER_OPTIONS", "DQPLayer", "QPResult", "active_set", "available_solvers", "dqp_solve",
-           "planted_qp", "project", "projection_constraints", "sparsemax", "sparsemax_jacobian"]
+           "planted_gradient", "planted_qp", "project", "projection_constraints", "sparsemax",
+           "sparsemax_jacobian"]

@@ -7,7 +7,7 @@ import torch
 
 from .core import dqp_solve
 
-__all__ = ["planted_qp", "projection_constraints", "project", "sparsemax", "sparsemax_jacobian"]
+__all__ = ["planted_qp", "planted_gradient", "projection_constraints", "project", "sparsemax", "sparsemax_jacobian"]
 
 
 def planted_qp(n: int = 8, m: int = 6, p: int = 2, n_active: int = 3, seed: int = 0,
@@ -38,6 +38,39 @@ def planted_qp(n: int = 8, m: int = 6, p: int = 2, n_active: int = 3, seed: int 
     t = lambda x: torch.tensor(x, dtype=torch.float64)
     return dict(P=t(P), q=t(q), A=t(A), b=t(A @ z), C=t(C), d=t(d), z=t(z), lam=t(lam), mu=t(mu),
                 active=torch.arange(m) < n_active)
+
+
+def planted_gradient(qp: dict[str, torch.Tensor], g: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The exact gradient of ⟨g, z*⟩ with respect to (P, q, A, b, C, d) of a :func:`planted_qp`.
+
+    Independent of any solver and of dQP's backward pass: it uses only the planted z*, λ, μ and
+    active set J. With strict complementarity the solution map is, near the data, the solution of
+    the equality-constrained KKT system K [z; ν] = [−q; h_J], K = [[P, Gᵀ], [G, 0]], G = [A; C_J],
+    h_J = [b; d_J], ν = [λ; μ_J]. One dense solve K [w_z; w_ν] = [g; 0] (K is symmetric) gives
+    ∂/∂q = −w_z, ∂/∂h_J = w_ν, ∂/∂G = −(ν w_zᵀ + w_ν z*ᵀ) and ∂/∂P = −½(w_z z*ᵀ + z* w_zᵀ) (only the
+    symmetric part of P enters the QP); inactive rows of C and d get zero.
+    """
+    keys = ("P", "q", "A", "b", "C", "d", "z", "lam", "mu", "active")
+    if not isinstance(qp, dict) or any(k not in qp for k in keys):
+        raise ValueError(f"qp must be a dict from planted_qp with keys {keys}")
+    n = qp["z"].shape[0]
+    if not isinstance(g, torch.Tensor) or g.shape != (n,):
+        raise ValueError(f"g must be a tensor of shape ({n},), got {getattr(g, 'shape', type(g))}")
+    P, A, C = (qp[k].detach().cpu().numpy() for k in ("P", "A", "C"))
+    z, lam, mu = (qp[k].detach().cpu().numpy() for k in ("z", "lam", "mu"))
+    J = qp["active"].cpu().numpy().astype(bool)
+    G = np.vstack([A, C[J]])
+    nu = np.concatenate([lam, mu[J]])
+    k = G.shape[0]
+    K = np.block([[(P + P.T) / 2, G.T], [G, np.zeros((k, k))]])
+    w = np.linalg.solve(K, np.concatenate([g.detach().cpu().numpy().astype(np.float64), np.zeros(k)]))
+    wz, wn = w[:n], w[n:]
+    p = A.shape[0]
+    gG = -(np.outer(nu, wz) + np.outer(wn, z))
+    gC, gd = np.zeros_like(C), np.zeros(C.shape[0])
+    gC[J], gd[J] = gG[p:], wn[p:]
+    out = (-0.5 * (np.outer(wz, z) + np.outer(z, wz)), -wz, gG[:p], wn[:p], gC, gd)
+    return tuple(torch.tensor(x, dtype=torch.float64) for x in out)
 
 
 def projection_constraints(kind: str, n: int) -> dict:
