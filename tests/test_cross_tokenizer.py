@@ -250,3 +250,19 @@ def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint):
     back = ct.transfer_model(s, tok_s, tok_t)
     assert back.get_input_embeddings().weight.shape[0] == len(tok_t)
     assert len(ct.chunk_table(s, tok_s, back, tok_t, texts[0], debias=True)) == len(texts[0].split())
+
+
+def test_seeds_small_is_the_stored_run():
+    from neurips25.cross_tokenizer import METHODS
+    from neurips25.cross_tokenizer_seeds import SEEDS
+    from neurips25.results import load_results
+
+    payload = load_results("cross_tokenizer_seeds")
+    cfg, small = payload["data"]["settings"], SEEDS["small"]
+    assert payload["slug"] == "cross_tokenizer_seeds" and cfg == small
+    runs = payload["data"]["runs"]
+    assert sorted(map(int, runs)) == small["seeds"]
+    for r in runs.values():
+        assert set(r) == {"teacher", "fvt", *METHODS}
+        assert all(r[m]["bpb"] < r["fvt"]["bpb"] for m in METHODS)  # every method improves on FVT
+        assert r["teacher"]["bpb"] < min(r[m]["bpb"] for m in METHODS)
