@@ -409,9 +409,7 @@ def downstream_tradeoff(down_train, down_test, up_test, lambdas, epochs: int = 3
     ``gain`` = downstream retrieval of B(h)/B(h) minus h/h on ``down_test``; ``zero_shot`` = the same
     difference on the upstream ``up_test`` (negative: forgetting); and the learned ``defect``.
     Leave-one-out retrieval."""
-    from torch.utils.data import DataLoader, TensorDataset
-
-    from .runtime import cap, make_trainer, seed_everything
+    from .runtime import seed_everything
 
     (h_tr, y_tr), (h_dn, y_dn), (h_up, y_up) = down_train, down_test, up_test
     for name, h in (("down_train", h_tr), ("down_test", h_dn), ("up_test", h_up)):
@@ -426,11 +424,8 @@ def downstream_tradeoff(down_train, down_test, up_test, lambdas, epochs: int = 3
     out = {"base_down": base_dn, "base_up": base_up, "runs": {}}
     for lam in lambdas:
         seed_everything(seed)
-        ad = DownstreamAdapter(h_tr.shape[1], lam=lam, alpha=alpha)
-        loader = DataLoader(TensorDataset(h_tr.double(), torch.as_tensor(y_tr)), batch_size=batch_size,
-                            shuffle=True, generator=torch.Generator().manual_seed(seed))
-        make_trainer(cap(epochs)).fit(ad, loader)
-        ad.eval()
+        ad = _fit(DownstreamAdapter(h_tr.shape[1], lam=lam, alpha=alpha),
+                  (h_tr.double(), torch.as_tensor(y_tr)), epochs, batch_size, seed)
         with torch.no_grad():
             b_dn, b_up = ad(h_dn), ad(h_up)
         out["runs"][float(lam)] = {"defect": ad.defect(), "gain": m(b_dn, b_dn, y_dn) - base_dn,

@@ -102,11 +102,11 @@ def run_seed(seed: int, cfg: dict) -> dict:
                                   for lam, r in test["runs"].items()}}
     # 4. backfilling with B_λ, λ = 1: distance order vs the mean of random orders
     B_te, F_te = lam1
-    auc = {s: lo.backfilling_curve(B_te, F_te, B_te, y_te, lo.backfill_order(ho_te, y_te, s, seed=k))["auc"]
-           for s, k in (("distance", 0),)}
-    rand = [lo.backfilling_curve(B_te, F_te, B_te, y_te, lo.backfill_order(ho_te, y_te, "random", seed=k))["auc"]
-            for k in range(cap(N_RANDOM))]
-    out["backfill"] = {"distance_auc": auc["distance"], "random_aucs": rand}
+
+    def auc(strategy: str, k: int = 0) -> float:
+        return lo.backfilling_curve(B_te, F_te, B_te, y_te, lo.backfill_order(ho_te, y_te, strategy, seed=k))["auc"]
+
+    out["backfill"] = {"distance_auc": auc("distance"), "random_aucs": [auc("random", k) for k in range(cap(N_RANDOM))]}
     return out
 
 

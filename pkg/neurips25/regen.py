@@ -390,12 +390,16 @@ def quote_coverage(script: str) -> float:
     return n_q / max(n_q + n_s, 1)
 
 
+def _match_template(template: str, sentence: str) -> re.Match | None:
+    """``sentence`` matched in full against a narration template, whose ``{role}`` is one word."""
+    return re.fullmatch(re.escape(template).replace(r"\{role\}", r"(?P<role>\w+)"), sentence.strip())
+
+
 def parse_lead(sentence: str) -> tuple[str, str] | None:
     """(speaker role, aspect) of a narration lead-in written from the templates, or ``None`` if it is not one."""
     for aspect, (leads, _, _) in ASPECTS.items():
         for t in leads:
-            pat = re.escape(t).replace(r"\{role\}", r"(?P<role>\w+)")
-            m = re.fullmatch(pat, sentence.strip())
+            m = _match_template(t, sentence)
             if m:
                 return m.group("role"), aspect
     return None
@@ -409,10 +413,8 @@ def narration_pool(sentence: str) -> str | None:
     for leads, _, follows in ASPECTS.values():
         for items in (leads, follows):
             for pool in POOLS:
-                for t in _pool(items, pool):
-                    pat = re.escape(t).replace(r"\{role\}", r"\w+")
-                    if re.fullmatch(pat, sentence.strip()):
-                        return pool
+                if any(_match_template(t, sentence) for t in _pool(items, pool)):
+                    return pool
     return None
 
 
