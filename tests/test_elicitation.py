@@ -329,3 +329,24 @@ def test_extend_lr_edges_follows_a_winning_edge_and_stops_inside(monkeypatch):
         E.extend_lr_edges(None, recs, {}, factor=1.0)
     with pytest.raises(ValueError, match="max_steps"):
         E.extend_lr_edges(None, recs, {}, max_steps=-1)
+
+
+def test_teaching_study_validates_and_is_the_stored_random_init_control(monkeypatch):
+    # finer budgets where the single-subset control crossed G = 0.9, ending at every LoRA entry
+    assert E.TEACHING_BUDGETS[-1] == "all" and {1000, 2000} <= set(E.TEACHING_BUDGETS)
+    for bad in ([], [0], [2.5], [True], ["full"]):
+        with pytest.raises(ValueError, match="budgets"):
+            E.teaching_study(bad)
+    for name in ("subsets", "n_val", "n_test"):
+        with pytest.raises(ValueError, match=name):
+            E.teaching_study(**{name: 0})
+    monkeypatch.setenv("NEURIPS25_SMOKE", "1")
+    out = E.teaching_study((3, "all"), steps=1, subsets=2, n_val=8, n_test=8)
+    # the control is the sweep's random-init model: its weights do not depend on the global seed
+    tok = E.task_tokenizer()
+    torch.manual_seed(123)
+    a = E.random_init(tok).state_dict()
+    torch.manual_seed(456)
+    assert all(torch.equal(v, E.random_init(tok).state_dict()[k]) for k, v in a.items())
+    assert {r["seed"] for r in out["records"]} == {0, 1} and "full" not in {r["p"] for r in out["records"]}
+    assert 0 <= out["acc0"] <= 1

@@ -46,7 +46,8 @@ __all__ = ["LETTERS", "DIGITS", "MARKERS", "majority_pairs", "task_tokenizer", "
            "ExactPLoRA", "select_entries", "finetune", "accuracy", "run_budget", "sweep", "frontier",
            "gap_closure", "MODELS", "fit_curve", "compare_fits", "aic_null_test", "params_for_gap", "bootstrap_params_for_gap",
            "lr_grid", "prequential_mdl", "mdl_code", "make_data", "SWEEP", "RISE_BUDGETS", "run_all", "rise_study",
-           "SUBSET_BUDGETS", "SUBSETS", "subset_study", "extend_lr_edges"]
+           "SUBSET_BUDGETS", "SUBSETS", "subset_study", "extend_lr_edges", "random_init", "TEACHING_BUDGETS",
+           "teaching_study"]
 
 LETTERS = "abcd"
 DIGITS = "1234"
@@ -552,6 +553,13 @@ def make_data(tok, *, n_train: int = 128, n_val: int = 128, n_test: int = 256) -
     return data
 
 
+def random_init(tok):
+    """The teaching control: the pretrained models' architecture (``pretrain``'s defaults), not pretrained."""
+    from neurips25.lm import tiny_model
+
+    return tiny_model(tok, n_layer=2, n_embd=64, n_head=4, n_positions=16, seed=0)
+
+
 BUDGETS = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, "all")
 
 # The stored sweep's settings per scale. `small` produced notebooks/results/elicitation.json
@@ -618,8 +626,6 @@ def run_all(*, models=(0, 1, 2), pretrain_steps: int = 300, steps: int = 40, mdl
     ``tok`` and ``base_models`` (a dict ``{name: model}``) swap in other pretrained models, e.g.
     ``neurips25.lm.pretrained("gpt2")``: then ``models`` and ``pretrain_steps`` are not used.
     """
-    from neurips25.lm import tiny_model
-
     if (tok is None) != (base_models is None):
         raise ValueError("give both tok and base_models (a real checkpoint), or neither (the toy models)")
     if not isinstance(seeds_per_budget, int) or seeds_per_budget < 1:
@@ -649,7 +655,7 @@ def run_all(*, models=(0, 1, 2), pretrain_steps: int = 300, steps: int = 40, mdl
         out["mdl"][f"pretrained {name}"] = _mdl_runs(base, X_mdl, y_mdl, data["choices"], n_lora,
                                                      budgets=mdl_budgets, block=mdl_block, steps=mdl_steps)
     if own:  # the teaching control: the same architecture, not pretrained
-        rand = tiny_model(tok, n_layer=2, n_embd=64, n_head=4, n_positions=16, seed=0)
+        rand = random_init(tok)
         out["random_init"] = _sweep_model(rand, data, out["n_lora"], steps=steps, budgets=budgets,
                                           seeds=range(seeds_per_budget))
         out["mdl"]["random init"] = _mdl_runs(rand, X_mdl, y_mdl, data["choices"], out["n_lora"],
@@ -701,11 +707,18 @@ def _budget_study(budgets, *, models, pretrain_steps: int, steps: int, seeds_per
     out = {}
     for m in tuple(models)[:cap(len(models))]:
         base = pretrain(tok, steps=pretrain_steps, seed=m)
-        out[str(m)] = _sweep_model(base, data, ExactPLoRA(base, 0).n_lora, steps=steps, budgets=budgets,
-                                   seeds=range(m, m + seeds_per_budget), full=False)
-        if extend_lr:
-            out[str(m)]["records"] = extend_lr_edges(base, out[str(m)]["records"], data, steps=steps)
+        out[str(m)] = _lora_sweep(base, data, budgets, seeds=range(m, m + seeds_per_budget), steps=steps,
+                                  extend_lr=extend_lr)
     return out
+
+
+def _lora_sweep(model, data: dict, budgets, *, seeds, steps: int, extend_lr: bool) -> dict:
+    """LoRA budgets only (no full fine-tuning) of one model, the rate grids extended where an edge wins."""
+    res = _sweep_model(model, data, ExactPLoRA(model, 0).n_lora, steps=steps, budgets=budgets, seeds=seeds,
+                       full=False)
+    if extend_lr:
+        res["records"] = extend_lr_edges(model, res["records"], data, steps=steps)
+    return res
 
 
 def rise_study(budgets=RISE_BUDGETS, *, models=(0, 1, 2), pretrain_steps: int = 300, steps: int = 40,
@@ -720,6 +733,17 @@ def rise_study(budgets=RISE_BUDGETS, *, models=(0, 1, 2), pretrain_steps: int = 
                          seeds_per_budget=seeds_per_budget)
 
 
+def _check_subset_args(budgets, **sizes) -> list:
+    """``budgets`` as a list (positive ints or ``"all"``); every size in ``sizes`` a positive int."""
+    budgets = list(budgets)
+    if not budgets or any(b != "all" and (isinstance(b, bool) or not isinstance(b, int) or b < 1) for b in budgets):
+        raise ValueError(f"budgets must be a non-empty list of positive ints or 'all', got {budgets!r}")
+    for name, v in sizes.items():
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    return budgets
+
+
 def subset_study(budgets=SUBSET_BUDGETS, *, models=(0, 1, 2), pretrain_steps: int = 300, steps: int = 40,
                  subsets: int = 4, n_val: int = 256, n_test: int = 1024) -> dict:
     """The law contest's measurement: every budget of the stored sweep and its rise (``SUBSET_BUDGETS``)
@@ -730,20 +754,34 @@ def subset_study(budgets=SUBSET_BUDGETS, *, models=(0, 1, 2), pretrain_steps: in
     subsets, as the paper does with 3-5 subsets per budget (App. E). Each budget's grid ``lr_grid(p)`` is
     extended by x3 steps where its highest (or lowest) rate wins (``extend_lr_edges``): in the stored
     sweep the top rate won at most budgets of the rise. ``{model: {"acc0", "records"}}``."""
-    budgets = list(budgets)
-    if not budgets or any(b != "all" and (isinstance(b, bool) or not isinstance(b, int) or b < 1) for b in budgets):
-        raise ValueError(f"budgets must be a non-empty list of positive ints or 'all', got {budgets!r}")
-    for name, v in dict(subsets=subsets, n_val=n_val, n_test=n_test).items():
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    budgets = _check_subset_args(budgets, subsets=subsets, n_val=n_val, n_test=n_test)
     return _budget_study(budgets, models=models, pretrain_steps=pretrain_steps, steps=steps,
                          seeds_per_budget=subsets, n_val=n_val, n_test=n_test, extend_lr=True)
 
 
+# The teaching control with the law contest's protocol (``teaching_study``, ``python -m neurips25.elicitation
+# --teaching``): the random-init model's G = 0.9 crossing lay in (1000, 2000] of the single-subset grid, so
+# the budgets are finer there, with several subsets each (pre-registered; see the chapter).
+TEACHING_BUDGETS = (200, 300, 500, 700, 1000, 1100, 1250, 1500, 1750, 2000, 2500, "all")
+
+
+def teaching_study(budgets=TEACHING_BUDGETS, *, steps: int = 40, subsets: int = 4, n_val: int = 256,
+                   n_test: int = 1024) -> dict:
+    """The randomly initialised control (the stored sweep's, ``tiny_model(..., seed=0)``) swept over
+    ``budgets`` with ``subset_study``'s protocol: ``subsets`` random subsets per budget (subset seeds
+    ``0, ..., subsets - 1``), ``lr_grid(p)`` extended where an edge rate wins, ``n_val`` / ``n_test``
+    evaluation examples. Returns ``{"acc0", "records"}``."""
+    budgets = _check_subset_args(budgets, subsets=subsets, n_val=n_val, n_test=n_test)
+    tok = task_tokenizer()
+    data = make_data(tok, n_val=n_val, n_test=n_test)
+    return _lora_sweep(random_init(tok), data, budgets, seeds=range(subsets), steps=steps, extend_lr=True)
+
+
 def main(argv=None) -> None:
     """``python -m neurips25.elicitation [--scale full]``: regenerate ``notebooks/results/elicitation.json``
-    (or ``elicitation.full.json``) with the settings of ``SWEEP[scale]``. ``--rise`` / ``--subsets`` run
-    ``rise_study`` / ``subset_study`` and store it in that file under ``"rise"`` / ``"subsets"``; with
+    (or ``elicitation.full.json``) with the settings of ``SWEEP[scale]``. ``--rise`` / ``--subsets`` /
+    ``--teaching`` run ``rise_study`` / ``subset_study`` / ``teaching_study`` and store it in that file under
+    ``"rise"`` / ``"subsets"`` / ``"teaching"``; with
     ``--subsets --models M`` only model M is (re)run and merged (one model is ~15 min on one CPU core)."""
     import argparse
 
@@ -757,6 +795,9 @@ def main(argv=None) -> None:
     study.add_argument("--rise", action="store_true",
                        help="run only the extra budgets inside the rise (rise_study) and store them in the existing "
                             "sweep's file under 'rise'")
+    study.add_argument("--teaching", action="store_true",
+                       help="run the random-init control with several subsets per budget (teaching_study) and store "
+                            "it in the existing sweep's file under 'teaching'")
     study.add_argument("--subsets", action="store_true",
                        help="run the multi-subset sweep of the law contest (subset_study) for --models and merge it "
                             "into the existing sweep's file under 'subsets'")
@@ -767,18 +808,23 @@ def main(argv=None) -> None:
     seed_everything(0)
     torch.set_num_threads(1)
     flag = "" if args.scale == "small" else f" --scale {args.scale}"
-    if args.rise or args.subsets:
+    if args.rise or args.subsets or args.teaching:
         old = load_results("elicitation", args.out or results_path("elicitation", args.scale), scale=args.scale)
         common = {k: cfg[k] for k in ("models", "pretrain_steps", "steps")}
         if args.rise:
             key, rerun = "rise", f"; python -m neurips25.elicitation{flag} --rise"
             new = rise_study(seeds_per_budget=cfg["seeds_per_budget"], **common)
+        elif args.teaching:
+            key, rerun = "teaching", f"; python -m neurips25.elicitation{flag} --teaching"
+            new = teaching_study(steps=cfg["steps"], **SUBSETS[args.scale])
         else:
             key = "subsets"
             rerun = f"; python -m neurips25.elicitation{flag} --subsets --models " + " ".join(map(str, cfg["models"]))
             new = {**old["data"].get(key, {}), **subset_study(**common, **SUBSETS[args.scale])}
             new = {m: new[m] for m in sorted(new, key=int)}
         data = {**old["data"], key: new}
+        if args.teaching:
+            data["teaching_settings"] = dict(SUBSETS[args.scale], budgets=[str(b) for b in TEACHING_BUDGETS])
         if args.subsets:
             data["subset_settings"] = dict(SUBSETS[args.scale], budgets=[str(b) for b in SUBSET_BUDGETS])
         path = save_results("elicitation", data, command=old["command"].replace(rerun, "") + rerun,
