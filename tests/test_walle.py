@@ -218,6 +218,15 @@ def test_scene_graph_ablation_forgets_the_map():
     assert 0 not in amnesic.contents and amnesic.toward("wood") in (0, 3)
 
 
+def test_rules_without_either_graph_is_rules_only_without_the_scene_memory(prior):
+    world = W.sample_world(3, 5)
+    _, rules = W.run_world(world, "rules_only", n_iters=2, seed=3, prior=prior)
+    _, bare = W.run_world(world, "rules_no_scene", n_iters=2, seed=3, prior=prior)
+    # neither learns a knowledge graph; both keep code rules
+    assert rules.model.kg is None and bare.model.kg is None and bare.uses_mpc
+    assert W.Agent("rules_no_scene").uses_mpc and not W.Agent("react").uses_mpc
+
+
 def test_pruning_limit_binds_with_episode_learning(prior):
     res = {lim: W.evaluate(range(4), ["walle"], n_iters=3, limit=lim, n_modifications=5, prior=prior)["walle"]
            for lim in (0, 3)}

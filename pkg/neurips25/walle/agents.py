@@ -33,7 +33,11 @@ __all__ = ["METHODS", "REFLEXION_MEMORY", "SceneGraph", "Planner", "Agent", "run
            "fit_hypothesis_prior",
            "prediction_accuracy", "MAX_TRIES"]
 
-METHODS = ("walle", "react", "reflexion", "skill", "rules_only", "graph_only", "no_prune", "no_scene")
+METHODS = ("walle", "react", "reflexion", "skill", "rules_only", "graph_only", "no_prune", "no_scene",
+           "rules_no_scene")
+_MPC = {"walle", "rules_only", "graph_only", "no_prune", "no_scene", "rules_no_scene"}
+_NO_GRAPH = {"rules_only", "rules_no_scene"}  # no knowledge graph
+_NO_SCENE = {"no_scene", "rules_no_scene"}  # no scene-graph memory: only the current observation
 MAX_TRIES = 5  # MPC re-planning rounds per step (Alg. 1)
 REFLEXION_MEMORY = 3  # reflections Reflexion keeps (Shinn et al. 2023 bound its memory to Omega = 1-3)
 _STUCK = "stuck"
@@ -147,7 +151,8 @@ class Agent:
     """One method's agent in one world; its memory persists across episodes (learning iterations).
 
     ``walle``: MPC with the aligned world model (graph + code rules, pruned with ``limit``);
-    ``rules_only`` / ``graph_only`` / ``no_prune`` / ``no_scene``: ablations; ``react``: prior only,
+    ``rules_only`` / ``graph_only`` / ``no_prune`` / ``no_scene``: ablations; ``rules_no_scene``: action
+    rules alone, neither graph (one reading of the paper's "rules only" row); ``react``: prior only,
     real feedback within the episode; ``reflexion``: plus verbal reflections written after each failed
     trial (one hypothesis per failed action, chosen by the same learned ``prior``), the last
     ``REFLEXION_MEMORY`` of them kept across episodes;
@@ -183,7 +188,7 @@ class Agent:
 
     @property
     def uses_mpc(self) -> bool:
-        return self.method in ("walle", "rules_only", "graph_only", "no_prune", "no_scene")
+        return self.method in _MPC
 
     def begin_episode(self):
         self.extra: dict[str, dict] = {}  # feedback from the world model, this episode only
@@ -317,7 +322,7 @@ class Agent:
     def relearn(self):
         """The learning step of Alg. 2 on everything recorded so far."""
         self.model, _ = align(self.transitions, limit=self.limit,
-                              use_rules=self.method != "graph_only", use_graph=self.method != "rules_only",
+                              use_rules=self.method != "graph_only", use_graph=self.method not in _NO_GRAPH,
                               prune=self.method != "no_prune", hypothesis_prior=self.prior)
         self._stale = False
 
@@ -326,7 +331,7 @@ def run_episode(agent: Agent, env: MiniMars) -> dict:
     """One episode; returns success, reward (achievements), steps (real steps until the diamond, the
     whole budget if none), real failures, MPC rejections and the number of rules held."""
     obs, done, reward, goal_step = env.reset(), False, 0.0, None
-    scene = SceneGraph(memory=agent.method != "no_scene", seed=agent.seed * 1000 + agent.episode)
+    scene = SceneGraph(memory=agent.method not in _NO_SCENE, seed=agent.seed * 1000 + agent.episode)
     scene.update(obs)
     agent.begin_episode()
     while not done:
