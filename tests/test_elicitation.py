@@ -281,16 +281,20 @@ def test_rise_study_validates_budgets_and_adds_only_rise_budgets():
             E.rise_study(bad)
 
 
-def test_subset_study_validates_and_covers_every_budget():
+def test_subset_study_covers_every_budget():
     assert E.SUBSET_BUDGETS[-1] == "all" and len(E.SUBSET_BUDGETS) == len(E.BUDGETS) + len(E.RISE_BUDGETS)
     assert set(E.BUDGETS[:-1]) | set(E.RISE_BUDGETS) == set(E.SUBSET_BUDGETS[:-1])
     assert set(E.SUBSETS) == {"small", "full"} and all(s["subsets"] >= 3 for s in E.SUBSETS.values())
+
+
+@pytest.mark.parametrize("study", [E.subset_study, E.teaching_study])
+def test_multi_subset_studies_validate_budgets_and_sizes(study):
     for bad in ([], [0], [2.5], [True], ["full"]):
         with pytest.raises(ValueError, match="budgets"):
-            E.subset_study(bad)
+            study(bad)
     for name in ("subsets", "n_val", "n_test"):
         with pytest.raises(ValueError, match=name):
-            E.subset_study(**{name: 0})
+            study(**{name: 0})
 
 
 def test_subsets_cli_merges_one_model_into_the_stored_file(tmp_path, monkeypatch):
@@ -331,15 +335,9 @@ def test_extend_lr_edges_follows_a_winning_edge_and_stops_inside(monkeypatch):
         E.extend_lr_edges(None, recs, {}, max_steps=-1)
 
 
-def test_teaching_study_validates_and_is_the_stored_random_init_control(monkeypatch):
+def test_teaching_study_is_the_stored_random_init_control(monkeypatch):
     # finer budgets where the single-subset control crossed G = 0.9, ending at every LoRA entry
     assert E.TEACHING_BUDGETS[-1] == "all" and {1000, 2000} <= set(E.TEACHING_BUDGETS)
-    for bad in ([], [0], [2.5], [True], ["full"]):
-        with pytest.raises(ValueError, match="budgets"):
-            E.teaching_study(bad)
-    for name in ("subsets", "n_val", "n_test"):
-        with pytest.raises(ValueError, match=name):
-            E.teaching_study(**{name: 0})
     monkeypatch.setenv("NEURIPS25_SMOKE", "1")
     out = E.teaching_study((3, "all"), steps=1, subsets=2, n_val=8, n_test=8)
     # the control is the sweep's random-init model: its weights do not depend on the global seed

@@ -218,13 +218,13 @@ def test_scene_graph_ablation_forgets_the_map():
     assert 0 not in amnesic.contents and amnesic.toward("wood") in (0, 3)
 
 
-def test_rules_without_either_graph_is_rules_only_without_the_scene_memory(prior):
+def test_rules_no_scene_learns_no_graph_and_plans_with_mpc(prior):
     world = W.sample_world(3, 5)
     _, rules = W.run_world(world, "rules_only", n_iters=2, seed=3, prior=prior)
     _, bare = W.run_world(world, "rules_no_scene", n_iters=2, seed=3, prior=prior)
-    # neither learns a knowledge graph; both keep code rules
-    assert rules.model.kg is None and bare.model.kg is None and bare.uses_mpc
-    assert W.Agent("rules_no_scene").uses_mpc and not W.Agent("react").uses_mpc
+    # neither learns a knowledge graph; both plan through the world model (MPC)
+    assert rules.model.kg is None and bare.model.kg is None
+    assert bare.uses_mpc and not W.Agent("react").uses_mpc
 
 
 def test_pruning_limit_binds_with_episode_learning(prior):

@@ -767,7 +767,7 @@ TEACHING_BUDGETS = (200, 300, 500, 700, 1000, 1100, 1250, 1500, 1750, 2000, 2500
 
 def teaching_study(budgets=TEACHING_BUDGETS, *, steps: int = 40, subsets: int = 4, n_val: int = 256,
                    n_test: int = 1024) -> dict:
-    """The randomly initialised control (the stored sweep's, ``tiny_model(..., seed=0)``) swept over
+    """The randomly initialised control (the stored sweep's, ``random_init``) swept over
     ``budgets`` with ``subset_study``'s protocol: ``subsets`` random subsets per budget (subset seeds
     ``0, ..., subsets - 1``), ``lr_grid(p)`` extended where an edge rate wins, ``n_val`` / ``n_test``
     evaluation examples. Returns ``{"acc0", "records"}``."""
