@@ -144,6 +144,59 @@ def test_uld_loss_ignores_token_identity():
     assert float(ct.uld_loss(p_sorted, torch.zeros(1, 3, 7), mask)) > 0
 
 
+def _levenshtein(a: str, b: str) -> int:
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
+def test_mined_mapping_is_exact_or_nearest_by_edit_distance(toks):
+    corpus, tok_s, _ = toks
+    tok_t = build_tokenizer("bpe", ct.markov_corpus(300, seed=2), vocab_size=300)
+    m = ct.mined_mapping(tok_t, tok_s)
+    assert m.shape == (len(tok_s),) and m.dtype == torch.long
+    vocab_t = tok_t.get_vocab()
+    names_t = [t for t, i in vocab_t.items() if i not in tok_t.all_special_ids]
+    n_inexact = 0
+    for i, name in enumerate(tok_s.convert_ids_to_tokens(list(range(len(tok_s))))):
+        mapped = tok_t.convert_ids_to_tokens(int(m[i]))
+        if name in vocab_t:
+            assert mapped == name  # shared strings (special tokens included) map to themselves
+        else:
+            n_inexact += 1
+            assert _levenshtein(name, mapped) == min(_levenshtein(name, t) for t in names_t)
+    assert n_inexact > 0  # the two vocabularies differ, so the nearest-string branch is exercised
+
+
+def test_mined_loss_is_kl_at_one_to_one_tokens_and_cross_entropy_elsewhere():
+    torch.manual_seed(0)
+    logits = torch.randn(2, 4, 5)
+    targets, mask = torch.randint(0, 5, (2, 4)), torch.ones(2, 4)
+    own = (logits / 2.0).log_softmax(-1)  # the student's own distribution at T = 2: KL = 0
+    ce = -own.gather(-1, targets[..., None])[..., 0]  # the one-hot target, also at T = 2
+    none, every = torch.zeros(2, 4), torch.ones(2, 4)
+    assert float(ct.mined_loss(own, logits, targets, none, mask)) == pytest.approx(float(ce.mean()), rel=1e-6)
+    assert float(ct.mined_loss(own, logits, targets, every, mask)) == pytest.approx(0.0, abs=1e-6)
+    # forward KL(q_T || p_S), not the reverse
+    lq = torch.randn(2, 4, 5).log_softmax(-1)
+    forward = (lq.exp() * (lq - own)).sum(-1).mean()
+    reverse = (own.exp() * (own - lq)).sum(-1).mean()
+    assert abs(float(forward - reverse)) > 1e-3
+    assert float(ct.mined_loss(lq, logits, targets, every, mask)) == pytest.approx(float(forward), rel=1e-5)
+    half = torch.tensor([[1.0, 0, 1, 0], [0, 1, 0, 1]])  # KL = 0 where one-to-one, CE elsewhere
+    assert float(ct.mined_loss(own, logits, targets, half, mask)) == pytest.approx(
+        float((ce * (1 - half)).sum() / 8), rel=1e-6)
+    with pytest.raises(ValueError, match="logp_t and logits_s"):
+        ct.mined_loss(own[:, :3], logits, targets, none, mask)
+    with pytest.raises(ValueError, match="one_to_one must be"):
+        ct.mined_loss(own, logits, targets, none[:, :3], mask)
+    with pytest.raises(ValueError, match="temperature"):
+        ct.mined_loss(own, logits, targets, none, mask, temperature=0)
+
+
 def test_bits_per_byte_tokenizer_invariant(toks):
     # The same distribution written with two tokenizations: a byte model that puts all its mass on
     # each text's bytes has log p(text) = sum of per-byte log-probs; spread the same total over the
@@ -194,9 +247,22 @@ def test_distill_smoke_and_chunk_gap(toks):
     assert len(item["word"][1]) <= len(item["fine"][1])
     rows = ct.chunk_table(teacher, bpe, student, tok_s, corpus[0])
     assert "".join(r["text"] for r in rows) == corpus[0]
+    # MinED's one-to-one tokens: a student token whose bytes are exactly one teacher token's,
+    # with the teacher's next-token log-probs at T = 2 carried through the vocabulary map
+    (ids_t,), (ends_t,) = ct.token_byte_ends(bpe, [corpus[0]])
+    (_,), (ends_s,) = ct.token_byte_ends(tok_s, [corpus[0]])
+    spans_t = dict(zip(zip(np.r_[0, ends_t[:-1]], ends_t), range(len(ends_t))))
+    k, lp = item["mined"]
+    assert 0 < len(k) < len(ends_s) and lp.shape == (len(k), len(tok_s))
+    with torch.no_grad():
+        logits = teacher(input_ids=torch.tensor([[bpe.bos_token_id, *ids_t]])).logits[0]
+    to_s = ct.mined_mapping(bpe, tok_s)
+    for j, kk in enumerate(k.tolist()):
+        i = spans_t[(np.r_[0, ends_s[:-1]][kk], ends_s[kk])]
+        assert torch.allclose(lp[j], (logits[i, to_s] / 2.0).log_softmax(-1), atol=1e-5)
     assert math.isfinite(ct.bits_per_byte(student, tok_s, corpus[:4]))
     with pytest.raises(ValueError, match="method"):
-        ct.CrossTokenizerDistiller(student, "mined")
+        ct.CrossTokenizerDistiller(student, "dskd")
     with pytest.raises(TypeError, match="DistillData"):
         ct.distill(student, corpus, "alm")
 
@@ -239,7 +305,7 @@ def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint):
     torch.testing.assert_close(w_s[tok_s.eos_token_id], w_t[tok_t.eos_token_id])
     data = ct.DistillData(texts, teacher, tok_t, tok_s)
     assert len(data) == 24 and all((it["word"][1] <= 0).all() for it in data.items)
-    for method in ("alm", "uld"):
+    for method in ("alm", "uld", "mined"):
         s = ct.transfer_model(teacher, tok_t, tok_s)
         run = ct.distill(s, data, method, steps=2, batch_size=8, tau=10.0, accelerator="cpu")
         assert len(run.history) == 2 and all(math.isfinite(h) for h in run.history)
@@ -254,7 +320,7 @@ def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint):
 
 def test_seeds_small_is_the_stored_run():
     from neurips25.cross_tokenizer import METHODS
-    from neurips25.cross_tokenizer_seeds import SEEDS
+    from neurips25.cross_tokenizer_seeds import BYTE_DATA, BYTE_STEPS, BYTE_STEPS_METHODS, SEEDS
     from neurips25.results import load_results
 
     payload = load_results("cross_tokenizer_seeds")
@@ -266,3 +332,32 @@ def test_seeds_small_is_the_stored_run():
         assert set(r) == {"teacher", "fvt", *METHODS}
         assert all(r[m]["bpb"] < r["fvt"]["bpb"] for m in METHODS)  # every method improves on FVT
         assert r["teacher"]["bpb"] < min(r[m]["bpb"] for m in METHODS)
+    for r in payload["data"]["byte_runs"].values():  # the byte-level student, every method
+        assert set(r) == {"teacher", "fvt", *METHODS} and r["teacher"] == runs["0"]["teacher"]
+        assert all(r[m]["bpb"] < r["fvt"]["bpb"] for m in METHODS)
+    steps = payload["data"]["byte_steps"]
+    assert sorted(map(int, steps)) == small["seeds"]
+    for s, by_n in steps.items():
+        assert sorted(map(int, by_n)) == BYTE_STEPS and all(set(v) == set(BYTE_STEPS_METHODS) for v in by_n.values())
+        # the 150-step point of the study is the stored 150-step byte run
+        assert all(by_n["150"][m] == payload["data"]["byte_runs"][s][m]["bpb"] for m in BYTE_STEPS_METHODS)
+    sizes = payload["data"]["byte_data"]  # steps in proportion to the transfer text: 128 sentences = 150 steps
+    assert sorted(map(int, sizes)) == small["seeds"]
+    for s, by_n in sizes.items():
+        assert sorted(map(int, by_n)) == BYTE_DATA and str(small["n_transfer"]) in by_n
+        assert by_n[str(small["n_transfer"])] == steps[s]["150"]
+
+
+def test_seeds_cli_rejects_bad_step_counts():
+    from neurips25.cross_tokenizer_seeds import main
+
+    with pytest.raises(SystemExit):
+        main(["--byte-steps", "0", "150"])
+    with pytest.raises(SystemExit):
+        main(["--byte-data", "0", "128"])
+    with pytest.raises(SystemExit):
+        main(["--byte-steps", "150", "--byte-data", "128"])
+    with pytest.raises(ValueError, match="one size per entry"):
+        from neurips25.cross_tokenizer_seeds import SEEDS, byte_steps_run
+
+        byte_steps_run(0, SEEDS["small"], [150, 300], n_transfer=[128])

@@ -21,8 +21,9 @@ summed over the chunks of a sequence as in the paper (and averaged over the sequ
 It vanishes, with its gradient, iff $p_S(c) = p_T(c)$ on every chunk. *Outcome-chunk debiasing*
 (the paper's treatment of tokenization bias) multiplies each chunk's probability, for both models,
 by the probability that the next token starts a new pretoken, so that both measure the event "this
-whole word comes next". Baselines: SFT and ULD (universal logit distillation, sorted-probability
-matching at equal token indices). Everything here is plain tensor code except the training loop, a
+whole word comes next". Baselines: SFT, ULD (universal logit distillation, sorted-probability
+matching at equal token indices) and MinED (KL to the teacher's next-token distribution carried over to
+the student's vocabulary by minimum edit distance, at one-to-one aligned tokens). Everything here is plain tensor code except the training loop, a
 ``LightningModule`` (:class:`CrossTokenizerDistiller`).
 """
 from __future__ import annotations
@@ -40,11 +41,12 @@ from torch.utils.data import DataLoader
 __all__ = [
     "markov_corpus", "token_byte_ends", "align_chunks", "chunk_logprobs", "log1mexp", "alm_loss",
     "token_logprobs", "text_logprobs", "bits_per_byte", "chunk_table", "chunk_gap", "fvt_embeddings",
-    "pretoken_start_ids", "uld_loss", "transfer_model", "DistillData", "CrossTokenizerDistiller",
+    "pretoken_start_ids", "uld_loss", "mined_mapping", "mined_loss", "transfer_model", "DistillData", "CrossTokenizerDistiller",
     "distill", "METHODS",
 ]
 
-METHODS = ("sft", "uld", "alm", "alm_nodebias", "alm+sft")
+METHODS = ("sft", "uld", "mined", "alm", "alm_nodebias", "alm+sft")
+MINED_TEMPERATURE = 2.0  # the official code's kd_temp for its baselines
 
 
 # ------------------------------------------------------------------------------------- corpus
@@ -229,6 +231,36 @@ def uld_loss(logp_t_sorted: torch.Tensor, logits_s: torch.Tensor, mask: torch.Te
     return (d * m).sum() / m.sum().clamp(min=1.0)
 
 
+def mined_loss(logp_t: torch.Tensor, logits_s: torch.Tensor, targets: torch.Tensor, one_to_one: torch.Tensor,
+               mask: torch.Tensor, temperature: float = MINED_TEMPERATURE) -> torch.Tensor:
+    r"""The MinED baseline's term (Wan et al. 2024), after the paper's code (tokenkit).
+
+    At a student position whose next token covers exactly the bytes of one teacher token
+    (``one_to_one``), $\mathrm{KL}(q_T \,\|\, \mathrm{softmax}(z_S/T))$ with $q_T$ the teacher's
+    next-token distribution carried to the student vocabulary by :func:`mined_mapping`
+    (``logp_t``, log-probs already at temperature $T$); at every other position the one-hot target
+    at the same temperature, $-\log \mathrm{softmax}(z_S/T)_y$ with $y$ = ``targets``. Mean over
+    ``mask``. ``logp_t`` ``(B, N, V_S)``, ``logits_s`` ``(B, N, V_S)``, ``targets``, ``one_to_one``,
+    ``mask`` ``(B, N)``. One difference from tokenkit: it applies the KL at the logits *of* a
+    one-to-one token (which predict the token after it); we apply it where the one-to-one token is
+    the one predicted, so both models predict the same string.
+    """
+    if logp_t.ndim != 3 or logp_t.shape != logits_s.shape:
+        raise ValueError(f"logp_t and logits_s must both be (B, N, V_S), got {tuple(logp_t.shape)} and "
+                         f"{tuple(logits_s.shape)}")
+    for name, x in (("targets", targets), ("one_to_one", one_to_one), ("mask", mask)):
+        if x.shape != logits_s.shape[:2]:
+            raise ValueError(f"{name} must be (B, N) = {tuple(logits_s.shape[:2])}, got {tuple(x.shape)}")
+    if isinstance(temperature, bool) or not (isinstance(temperature, (int, float)) and temperature > 0):
+        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+    lq_s = (logits_s.float() / temperature).log_softmax(-1)
+    kl = (logp_t.exp() * (logp_t - lq_s)).sum(-1)
+    ce = -lq_s.gather(-1, targets[..., None])[..., 0]
+    d = torch.where(one_to_one.bool(), kl, ce)
+    m = mask.to(d.dtype)
+    return (d * m).sum() / m.sum().clamp(min=1.0)
+
+
 # ------------------------------------------------------------------------------ model log-probs
 def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *,
                    return_logits: bool = False):
@@ -321,6 +353,37 @@ def chunk_gap(teacher, tok_t, student, tok_s, texts: Sequence[str], *, debias: b
 
 
 # --------------------------------------------------------------------- tokenizer transfer (FVT)
+def _special_map(tok_t, tok_s) -> dict[int, int | None]:
+    """Each student special token -> the teacher's token of the same name, else the teacher's special
+    token with the same role (bos, eos, pad, unk), else ``None``."""
+    vocab_t = tok_t.get_vocab()
+    role_t = {}
+    for role in ("unk_token_id", "pad_token_id", "eos_token_id", "bos_token_id"):  # later roles win
+        if getattr(tok_s, role, None) is not None and getattr(tok_t, role, None) is not None:
+            role_t[getattr(tok_s, role)] = getattr(tok_t, role)
+    return {i: vocab_t.get(tok_s.convert_ids_to_tokens(i), role_t.get(i)) for i in tok_s.all_special_ids}
+
+
+def mined_mapping(tok_t, tok_s) -> torch.Tensor:
+    """MinED's vocabulary map: for every student token id, the teacher token whose string is nearest
+    in Levenshtein distance (an exact match when the teacher has the same string; special tokens by
+    name or role, else like any other token). Returns a ``(len(tok_s),)`` long tensor of teacher ids."""
+    from rapidfuzz import process
+    from rapidfuzz.distance import Levenshtein
+
+    vocab_t = tok_t.get_vocab()
+    special_t = set(tok_t.all_special_ids)
+    names_t = [t for t, i in sorted(vocab_t.items(), key=lambda x: x[1]) if i not in special_t]
+    specials = _special_map(tok_t, tok_s)
+    out = torch.zeros(len(tok_s), dtype=torch.long)
+    for i, name in enumerate(tok_s.convert_ids_to_tokens(list(range(len(tok_s))))):
+        j = specials.get(i, vocab_t.get(name))
+        if j is None:  # ties go to the lowest teacher id: deterministic
+            j = vocab_t[process.extractOne(name, names_t, scorer=Levenshtein.distance)[0]]
+        out[i] = j
+    return out
+
+
 @torch.no_grad()
 def fvt_embeddings(teacher_emb: torch.Tensor, tok_t, tok_s) -> torch.Tensor:
     """Fast Vocabulary Transfer: each new token's embedding = mean teacher embedding of its pieces.
@@ -333,16 +396,10 @@ def fvt_embeddings(teacher_emb: torch.Tensor, tok_t, tok_s) -> torch.Tensor:
     if teacher_emb.ndim != 2 or teacher_emb.shape[0] < len(tok_t):
         raise ValueError(f"teacher_emb must be (>= {len(tok_t)}, d), got {tuple(teacher_emb.shape)}")
     out = teacher_emb.new_zeros(len(tok_s), teacher_emb.shape[1])
-    specials = set(tok_s.all_special_ids)
-    vocab_t = tok_t.get_vocab()
-    role_t = {}  # a student special id -> the teacher id of the special token with the same role
-    for role in ("unk_token_id", "pad_token_id", "eos_token_id", "bos_token_id"):  # later roles win
-        if getattr(tok_s, role, None) is not None and getattr(tok_t, role, None) is not None:
-            role_t[getattr(tok_s, role)] = getattr(tok_t, role)
+    specials = _special_map(tok_t, tok_s)
     for i in range(len(tok_s)):
         if i in specials:
-            name = tok_s.convert_ids_to_tokens(i)
-            j = vocab_t.get(name, role_t.get(i))
+            j = specials[i]
             out[i] = teacher_emb[j] if j is not None else teacher_emb.mean(0)
             continue
         pieces = tok_t(tok_s.decode([i]), add_special_tokens=False)["input_ids"]
@@ -366,7 +423,8 @@ class DistillData:
     The teacher is fixed, so its outputs are computed once here, not at every step: the chunk
     log-likelihoods on all shared boundaries (``fine``) and on whole-word chunks with the outcome
     term $\\log P_T(\\text{next token starts a word})$ added to every chunk but the last (``word``,
-    the paper's debiased chunks), and its sorted next-token probabilities (for the ULD baseline).
+    the paper's debiased chunks), its sorted next-token probabilities (for the ULD baseline), and its
+    next-token log-probs carried to the student vocabulary at the one-to-one aligned tokens (MinED).
     """
 
     def __init__(self, texts: Sequence[str], teacher, tok_t, tok_s, batch_size: int = 128):
@@ -377,27 +435,37 @@ class DistillData:
         was, dev = teacher.training, next(teacher.parameters()).device
         teacher.eval()
         ids_t = tok_t(texts, add_special_tokens=False)["input_ids"]
-        lts, sps, sorted_p = [], [], []
+        to_s = mined_mapping(tok_t, tok_s).to(dev)
+        lts, sps, sorted_p, mapped = [], [], [], []
         with torch.no_grad():
             for i in range(0, len(ids_t), batch_size):
                 chunk = ids_t[i:i + batch_size]
                 lp, logits = token_logprobs(teacher, *_batch(chunk, tok_t, dev), return_logits=True)
                 sp = _space_logprob(logits, space_t.to(dev))
                 ps = logits.softmax(-1).sort(-1, descending=True).values
-                lp, sp, ps = lp.cpu(), sp.cpu(), ps.cpu()  # one read-back per batch: the data live on the CPU
+                # position k predicts teacher token k (position 0 is BOS)
+                mp = (logits[..., to_s] / MINED_TEMPERATURE).log_softmax(-1)
+                lp, sp, ps, mp = lp.cpu(), sp.cpu(), ps.cpu(), mp.cpu()  # one read-back per batch
                 for j, s_ in enumerate(chunk):
                     n = len(s_)
                     lts.append(lp[j, :n])
                     sps.append(sp[j, : n + 1])
                     sorted_p.append(ps[j, :n])
+                    mapped.append(mp[j, :n])
         teacher.train(was)
         _, et = token_byte_ends(tok_t, texts)
         self.ids, es = token_byte_ends(tok_s, texts)
         self.items: list[dict[str, Any]] = []
-        for text, ids, lt, sp, ps, a, b in zip(texts, self.ids, lts, sps, sorted_p, et, es):
+        for text, ids, lt, sp, ps, mp, a, b in zip(texts, self.ids, lts, sps, sorted_p, mapped, et, es):
             item: dict[str, Any] = {"ids": ids, "uld": ps}
             ct, cs, bounds = align_chunks(a, b, text)
             item["fine"] = (torch.as_tensor(cs), torch.zeros(len(bounds)).index_add(0, torch.as_tensor(ct), lt))
+            # one-to-one tokens: a chunk of exactly one teacher and one student token
+            n_t, n_s = np.bincount(ct, minlength=len(bounds)), np.bincount(cs, minlength=len(bounds))
+            token_t = np.zeros(len(bounds), dtype=np.int64)
+            token_t[ct] = np.arange(len(ct))
+            k = np.flatnonzero((n_s[cs] == 1) & (n_t[cs] == 1))
+            item["mined"] = (torch.as_tensor(k), mp[torch.as_tensor(token_t[cs[k]])])
             ct, cs, bounds = align_chunks(a, b, text, debias=True)
             ct, cs = torch.as_tensor(ct), torch.as_tensor(cs)
             n = len(bounds)
@@ -437,6 +505,11 @@ class DistillData:
             k = min(len(b["ids"]), len(b["uld"]))
             p_t[i, :k], um[i, :k] = b["uld"][:k], 1
         out.update({"word_end": end, "uld_p_t": p_t, "uld_mask": um})
+        lq, one = torch.zeros(len(batch), N, batch[0]["mined"][1].shape[-1]), torch.zeros(len(batch), N)
+        for i, b in enumerate(batch):
+            k, lp_k = b["mined"]
+            lq[i, k], one[i, k] = lp_k, 1
+        out.update({"mined_lp_t": lq, "mined_one_to_one": one})
         return out
 
     def loader(self, batch_size: int, seed: int = 0) -> DataLoader:
@@ -449,6 +522,7 @@ class CrossTokenizerDistiller(L.LightningModule):
 
     * ``"sft"`` — next-token cross-entropy on the student's tokenization of the transfer text;
     * ``"uld"`` — SFT + universal logit distillation (sorted distributions at equal token index);
+    * ``"mined"`` — SFT + MinED (the teacher's distribution through the edit-distance vocabulary map);
     * ``"alm"`` — ALM on whole-word chunks with outcome-chunk debiasing (the paper's method);
     * ``"alm_nodebias"`` — ALM on all shared boundaries, no debiasing;
     * ``"alm+sft"`` — the sum of ``"alm"`` and ``"sft"``.
@@ -479,10 +553,13 @@ class CrossTokenizerDistiller(L.LightningModule):
         x, m = batch["input_ids"], batch["attention_mask"]
         lp, logits = token_logprobs(self.model, x, m, return_logits=True)
         method, loss = self.hparams.method, lp.new_zeros(())
-        if method in ("sft", "alm+sft", "uld"):
+        if method in ("sft", "alm+sft", "uld", "mined"):
             loss = loss - lp.sum() / m[:, 1:].sum()
         if method == "uld":
             loss = loss + uld_loss(batch["uld_p_t"], logits[:, :-1], batch["uld_mask"])
+        if method == "mined":
+            loss = loss + mined_loss(batch["mined_lp_t"], logits[:, :-1], x[:, 1:], batch["mined_one_to_one"],
+                                     m[:, 1:])
         if method in ("alm", "alm_nodebias", "alm+sft"):
             key = "fine" if method == "alm_nodebias" else "word"
             lp_s = chunk_logprobs(lp, batch[f"{key}_idx"], batch[f"{key}_lp_t"].shape[1])

@@ -4,17 +4,19 @@ The notebook runs seed 0 live, step by step; this replays the same pipeline for 
 ``markov_corpus(seed=200 + seed)``, batch order ``seed``; the teacher, the held-out text and both
 tokenizers' training text do not depend on it) and stores every method's held-out bits per byte and word
 log-likelihood gap, so the chapter's per-seed statements, the matched ALM+SFT-vs-ULD comparison included,
-rest on stored numbers. ``python -m neurips25.cross_tokenizer_seeds [--seeds 0 1 2] [--scale ...]``.
+rest on stored numbers; then the same transfer to the byte-level tokenizer (``byte_runs``: the paper's
+"→ byte level" row). ``python -m neurips25.cross_tokenizer_seeds [--seeds 0 1 2] [--scale ...]``.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Sequence
 
 from . import cross_tokenizer as ct
 from .runtime import cap
 
-__all__ = ["SEEDS", "run_seed", "main"]
+__all__ = ["SEEDS", "BYTE_STEPS", "BYTE_STEPS_METHODS", "BYTE_DATA", "run_seed", "byte_steps_run", "main"]
 
 # The notebook's CFG (notebooks/cross_tokenizer.ipynb), without the one-line checkpoint option.
 SEEDS = {
@@ -25,10 +27,14 @@ SEEDS = {
                  n_embd=256, n_layer=4, teacher_steps=2000, steps=500, lr=1e-3, tau=10.0, batch_size=64,
                  noise=0.8),
 }
+# The byte-level transfer's training-length study (registered after the 150-step result).
+BYTE_STEPS = [150, 300, 600, 1200]
+BYTE_STEPS_METHODS = ("sft", "alm+sft")
+BYTE_DATA = [128, 512, 2048]  # transfer sentences, registered after the training-length result
 
 
-def run_seed(seed: int, cfg: dict) -> dict[str, dict[str, float]]:
-    """Held-out ``{"bpb": ..., "gap": ...}`` per method (and for the teacher and the FVT student)."""
+def _setup(seed: int, cfg: dict):
+    """The notebook's corpora, tokenizers and trained teacher for transfer seed ``seed``."""
     from .lm import build_tokenizer, tiny_model, train_lm
     from .runtime import seed_everything
 
@@ -40,17 +46,61 @@ def run_seed(seed: int, cfg: dict) -> dict[str, dict[str, float]]:
     tok_s = build_tokenizer("bpe", transfer, vocab_size=cfg["vocab_s"])
     teacher = tiny_model(tok_t, n_layer=cfg["n_layer"], n_embd=cfg["n_embd"], n_head=4, n_positions=64, seed=0)
     train_lm(teacher, tok_t, pretrain, steps=cap(cfg["teacher_steps"]), lr=3e-3, batch_size=32)
-    out = {"teacher": {"bpb": ct.bits_per_byte(teacher, tok_t, test), "gap": 0.0}}
-    student0 = ct.transfer_model(teacher, tok_t, tok_s)
-    out["fvt"] = {"bpb": ct.bits_per_byte(student0, tok_s, test),
-                  "gap": ct.chunk_gap(teacher, tok_t, student0, tok_s, test)}
-    data = ct.DistillData(transfer, teacher, tok_t, tok_s)
-    for method in ct.METHODS:
-        student = ct.transfer_model(teacher, tok_t, tok_s)
-        ct.distill(student, data, method, steps=cfg["steps"], batch_size=cfg["batch_size"], tau=cfg["tau"],
-                   lr=cfg["lr"], seed=seed)
-        out[method] = {"bpb": ct.bits_per_byte(student, tok_s, test),
-                       "gap": ct.chunk_gap(teacher, tok_t, student, tok_s, test)}
+    return teacher, tok_t, tok_s, transfer, test
+
+
+def _transferred(teacher, tok_t, tok, data, method: str, steps: int, cfg: dict, seed: int):
+    """A FVT student for ``tok`` after ``steps`` steps of ``method`` with the chapter's settings."""
+    student = ct.transfer_model(teacher, tok_t, tok)
+    ct.distill(student, data, method, steps=steps, batch_size=cfg["batch_size"], tau=cfg["tau"], lr=cfg["lr"],
+               seed=seed)
+    return student
+
+
+def run_seed(seed: int, cfg: dict) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    """Held-out ``{"bpb": ..., "gap": ...}`` per method (and for the teacher and the FVT student), for the
+    BPE student and for the byte-level student."""
+    from .lm import build_tokenizer
+
+    teacher, tok_t, tok_s, transfer, test = _setup(seed, cfg)
+    runs = []
+    for tok in (tok_s, build_tokenizer("byte")):
+        out = {"teacher": {"bpb": ct.bits_per_byte(teacher, tok_t, test), "gap": 0.0}}
+        student0 = ct.transfer_model(teacher, tok_t, tok)
+        out["fvt"] = {"bpb": ct.bits_per_byte(student0, tok, test),
+                      "gap": ct.chunk_gap(teacher, tok_t, student0, tok, test)}
+        data = ct.DistillData(transfer, teacher, tok_t, tok)
+        for method in ct.METHODS:
+            student = _transferred(teacher, tok_t, tok, data, method, cfg["steps"], cfg, seed)
+            out[method] = {"bpb": ct.bits_per_byte(student, tok, test),
+                           "gap": ct.chunk_gap(teacher, tok_t, student, tok, test)}
+        runs.append(out)
+    return runs[0], runs[1]
+
+
+def byte_steps_run(seed: int, cfg: dict, steps: Sequence[int], n_transfer: Sequence[int] | None = None,
+                   methods=BYTE_STEPS_METHODS) -> dict:
+    """Held-out bits per byte of the byte-level student after each number of ``steps`` (a full cosine
+    schedule each), per method: ``{str(steps): {method: bpb}}``. With ``n_transfer`` (one size per entry
+    of ``steps``) each run uses a transfer set of that many sentences instead of ``cfg["n_transfer"]``:
+    ``{str(n_transfer): {method: bpb}}``."""
+    from .lm import build_tokenizer
+
+    sizes = [None] * len(steps) if n_transfer is None else list(n_transfer)
+    if len(sizes) != len(steps):
+        raise ValueError(f"n_transfer must have one size per entry of steps ({len(steps)}), got {len(sizes)}")
+    teacher, tok_t, _, transfer, test = _setup(seed, cfg)
+    tok_b = build_tokenizer("byte")
+    out = {}
+    for n, size in zip(steps, sizes):
+        if size is not None:
+            transfer = ct.markov_corpus(size, seed=200 + seed, noise=cfg["noise"])
+        data = ct.DistillData(transfer, teacher, tok_t, tok_b)
+        key = str(n if size is None else size)
+        out[key] = {}
+        for method in methods:
+            student = _transferred(teacher, tok_t, tok_b, data, method, n, cfg, seed)
+            out[key][method] = ct.bits_per_byte(student, tok_b, test)
     return out
 
 
@@ -63,17 +113,43 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m neurips25.cross_tokenizer_seeds", description=main.__doc__)
     add_scale_arguments(p)
     p.add_argument("--seeds", type=int, nargs="+", default=None)
+    study = p.add_mutually_exclusive_group()
+    study.add_argument("--byte-steps", type=int, nargs="+", default=None,
+                       help=f"only the byte-level training-length study (e.g. "
+                            f"{' '.join(map(str, BYTE_STEPS))}), merged into the stored file")
+    study.add_argument("--byte-data", type=int, nargs="+", default=None,
+                       help=f"only the byte-level data-size study (e.g. {' '.join(map(str, BYTE_DATA))} "
+                            "transfer sentences, steps in proportion), merged into the stored file")
     a = p.parse_args(argv)
     torch.set_num_threads(1)  # tiny models: thread synchronisation costs more than it saves
     cfg = dict(SEEDS[a.scale])
     if a.seeds is not None:
         cfg["seeds"] = a.seeds
-    runs = {}
-    for s in cfg["seeds"][: cap(len(cfg["seeds"]), 1)]:
-        runs[str(s)] = run_seed(s, cfg)
-        print("seed", s, {m: round(r["bpb"], 3) for m, r in runs[str(s)].items()}, file=sys.stderr, flush=True)
     cmd = "python -m neurips25.cross_tokenizer_seeds " + " ".join(argv if argv is not None else sys.argv[1:])
-    print(save_results("cross_tokenizer_seeds", {"settings": cfg, "runs": runs}, cmd.strip(), seed=0, path=a.out,
+    if a.byte_steps is not None or a.byte_data is not None:
+        for flag, v in (("--byte-steps", a.byte_steps), ("--byte-data", a.byte_data)):
+            if v is not None and any(n < 1 for n in v):
+                p.error(f"{flag} must be positive counts, got {v}")
+        from .results import load_results
+
+        stored = load_results("cross_tokenizer_seeds", path=a.out, scale=a.scale)
+        seeds = cfg["seeds"][: cap(len(cfg["seeds"]), 1)]
+        if a.byte_steps is not None:
+            key, study = "byte_steps", {str(s): byte_steps_run(s, cfg, a.byte_steps) for s in seeds}
+        else:  # steps grow with the data: the same number of epochs as the chapter's 150 steps on n_transfer
+            steps = [round(cfg["steps"] * n / cfg["n_transfer"]) for n in a.byte_data]
+            key, study = "byte_data", {str(s): byte_steps_run(s, cfg, steps, a.byte_data) for s in seeds}
+        data = {**stored["data"], key: study}
+        print(save_results("cross_tokenizer_seeds", data, f"{stored['command']}; {cmd.strip()}", seed=0, path=a.out,
+                           scale=a.scale))
+        return
+    runs, byte_runs = {}, {}
+    for s in cfg["seeds"][: cap(len(cfg["seeds"]), 1)]:
+        runs[str(s)], byte_runs[str(s)] = run_seed(s, cfg)
+        for name, r in (("BPE", runs), ("byte", byte_runs)):
+            print("seed", s, name, {m: round(v["bpb"], 3) for m, v in r[str(s)].items()}, file=sys.stderr,
+                  flush=True)
+    print(save_results("cross_tokenizer_seeds", {"settings": cfg, "runs": runs, "byte_runs": byte_runs}, cmd.strip(), seed=0, path=a.out,
                        scale=a.scale))
 
 
