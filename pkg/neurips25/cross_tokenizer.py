@@ -23,8 +23,8 @@ It vanishes, with its gradient, iff $p_S(c) = p_T(c)$ on every chunk. *Outcome-c
 by the probability that the next token starts a new pretoken, so that both measure the event "this
 whole word comes next". Baselines: SFT, ULD (universal logit distillation, sorted-probability
 matching at equal token indices) and MinED (KL to the teacher's next-token distribution carried over to
-the student's vocabulary by minimum edit distance, at one-to-one aligned tokens). Everything here is plain tensor code except the training loop, a
-``LightningModule`` (:class:`CrossTokenizerDistiller`).
+the student's vocabulary by minimum edit distance, at one-to-one aligned tokens). Everything here is
+plain tensor code except the training loop, a ``LightningModule`` (:class:`CrossTokenizerDistiller`).
 """
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ from torch.utils.data import DataLoader
 __all__ = [
     "markov_corpus", "token_byte_ends", "align_chunks", "chunk_logprobs", "log1mexp", "alm_loss",
     "token_logprobs", "text_logprobs", "bits_per_byte", "chunk_table", "chunk_gap", "fvt_embeddings",
-    "pretoken_start_ids", "uld_loss", "mined_mapping", "mined_loss", "transfer_model", "DistillData", "CrossTokenizerDistiller",
-    "distill", "METHODS",
+    "pretoken_start_ids", "uld_loss", "mined_mapping", "mined_loss", "transfer_model", "DistillData",
+    "CrossTokenizerDistiller", "distill", "METHODS",
 ]
 
 METHODS = ("sft", "uld", "mined", "alm", "alm_nodebias", "alm+sft")

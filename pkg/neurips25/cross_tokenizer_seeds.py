@@ -63,9 +63,10 @@ def run_seed(seed: int, cfg: dict) -> tuple[dict[str, dict[str, float]], dict[st
     from .lm import build_tokenizer
 
     teacher, tok_t, tok_s, transfer, test = _setup(seed, cfg)
+    bpb_t = ct.bits_per_byte(teacher, tok_t, test)
     runs = []
     for tok in (tok_s, build_tokenizer("byte")):
-        out = {"teacher": {"bpb": ct.bits_per_byte(teacher, tok_t, test), "gap": 0.0}}
+        out = {"teacher": {"bpb": bpb_t, "gap": 0.0}}
         student0 = ct.transfer_model(teacher, tok_t, tok)
         out["fvt"] = {"bpb": ct.bits_per_byte(student0, tok, test),
                       "gap": ct.chunk_gap(teacher, tok_t, student0, tok, test)}
@@ -91,11 +92,12 @@ def byte_steps_run(seed: int, cfg: dict, steps: Sequence[int], n_transfer: Seque
         raise ValueError(f"n_transfer must have one size per entry of steps ({len(steps)}), got {len(sizes)}")
     teacher, tok_t, _, transfer, test = _setup(seed, cfg)
     tok_b = build_tokenizer("byte")
+    data = ct.DistillData(transfer, teacher, tok_t, tok_b)  # the chapter's transfer set, built once
     out = {}
     for n, size in zip(steps, sizes):
         if size is not None:
-            transfer = ct.markov_corpus(size, seed=200 + seed, noise=cfg["noise"])
-        data = ct.DistillData(transfer, teacher, tok_t, tok_b)
+            data = ct.DistillData(ct.markov_corpus(size, seed=200 + seed, noise=cfg["noise"]), teacher, tok_t,
+                                  tok_b)
         key = str(n if size is None else size)
         out[key] = {}
         for method in methods:
@@ -113,11 +115,11 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m neurips25.cross_tokenizer_seeds", description=main.__doc__)
     add_scale_arguments(p)
     p.add_argument("--seeds", type=int, nargs="+", default=None)
-    study = p.add_mutually_exclusive_group()
-    study.add_argument("--byte-steps", type=int, nargs="+", default=None,
+    only = p.add_mutually_exclusive_group()
+    only.add_argument("--byte-steps", type=int, nargs="+", default=None,
                        help=f"only the byte-level training-length study (e.g. "
                             f"{' '.join(map(str, BYTE_STEPS))}), merged into the stored file")
-    study.add_argument("--byte-data", type=int, nargs="+", default=None,
+    only.add_argument("--byte-data", type=int, nargs="+", default=None,
                        help=f"only the byte-level data-size study (e.g. {' '.join(map(str, BYTE_DATA))} "
                             "transfer sentences, steps in proportion), merged into the stored file")
     a = p.parse_args(argv)
@@ -126,6 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     if a.seeds is not None:
         cfg["seeds"] = a.seeds
     cmd = "python -m neurips25.cross_tokenizer_seeds " + " ".join(argv if argv is not None else sys.argv[1:])
+    seeds = cfg["seeds"][: cap(len(cfg["seeds"]), 1)]
     if a.byte_steps is not None or a.byte_data is not None:
         for flag, v in (("--byte-steps", a.byte_steps), ("--byte-data", a.byte_data)):
             if v is not None and any(n < 1 for n in v):
@@ -133,7 +136,6 @@ def main(argv: list[str] | None = None) -> None:
         from .results import load_results
 
         stored = load_results("cross_tokenizer_seeds", path=a.out, scale=a.scale)
-        seeds = cfg["seeds"][: cap(len(cfg["seeds"]), 1)]
         if a.byte_steps is not None:
             key, study = "byte_steps", {str(s): byte_steps_run(s, cfg, a.byte_steps) for s in seeds}
         else:  # steps grow with the data: the same number of epochs as the chapter's 150 steps on n_transfer
@@ -144,13 +146,13 @@ def main(argv: list[str] | None = None) -> None:
                            scale=a.scale))
         return
     runs, byte_runs = {}, {}
-    for s in cfg["seeds"][: cap(len(cfg["seeds"]), 1)]:
+    for s in seeds:
         runs[str(s)], byte_runs[str(s)] = run_seed(s, cfg)
         for name, r in (("BPE", runs), ("byte", byte_runs)):
             print("seed", s, name, {m: round(v["bpb"], 3) for m, v in r[str(s)].items()}, file=sys.stderr,
                   flush=True)
-    print(save_results("cross_tokenizer_seeds", {"settings": cfg, "runs": runs, "byte_runs": byte_runs}, cmd.strip(), seed=0, path=a.out,
-                       scale=a.scale))
+    print(save_results("cross_tokenizer_seeds", {"settings": cfg, "runs": runs, "byte_runs": byte_runs}, cmd.strip(),
+                       seed=0, path=a.out, scale=a.scale))
 
 
 if __name__ == "__main__":
