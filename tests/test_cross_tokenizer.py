@@ -229,6 +229,144 @@ def test_fvt_and_transfer_model(toks):
         ct.fvt_embeddings(torch.zeros(3, 4), bpe, byte)
 
 
+def _dskd_sides(B=2, N=5, Nt=4, d_s=6, d_t=8, V_s=11, V_t=13, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    side = {}
+    for name, n, d, V in (("student", N, d_s, V_s), ("teacher", Nt, d_t, V_t)):
+        mask = torch.ones(B, n)
+        mask[1:, n - 1:] = 0  # the sequences after the first are one token shorter
+        side[name] = {"input": torch.randint(V, (B, n), generator=g), "target": torch.randint(V, (B, n), generator=g),
+                      "mask": mask, "hidden": torch.randn(B, n, d, generator=g),
+                      "logits": torch.randn(B, n, V, generator=g), "embed": torch.randn(V, d, generator=g),
+                      "head": torch.randn(V, d, generator=g)}
+    return side["student"], side["teacher"]
+
+
+def test_dskd_loss_ignores_padding_and_trains_the_student_and_all_projectors():
+    torch.manual_seed(0)
+    proj = ct.DSKDProjectors(6, 8)
+    S, T = _dskd_sides()
+    S["hidden"].requires_grad_(True)
+    S["logits"].requires_grad_(True)
+    S["head"].requires_grad_(True)
+    loss = ct.dskd_loss(proj, S, T)
+    assert torch.isfinite(loss) and loss > 0
+    loss.backward()
+    for p in (proj.query.weight, proj.t2s.weight, proj.s2t.weight, S["hidden"], S["logits"]):
+        assert p.grad is not None and p.grad.abs().sum() > 0
+    assert S["head"].grad is None  # the student's head only reads the teacher-side states (detached)
+    # padded positions (mask 0), whatever they hold, change nothing
+    S2, T2 = _dskd_sides()
+    for side in (S2, T2):
+        for k in ("hidden", "logits"):
+            side[k] = torch.cat([side[k], 100 * torch.randn(side[k].shape[0], 2, *side[k].shape[2:])], 1)
+        for k in ("input", "target"):
+            side[k] = torch.cat([side[k], torch.zeros(side[k].shape[0], 2, dtype=torch.long)], 1)
+        side["mask"] = torch.cat([side["mask"], torch.zeros(side["mask"].shape[0], 2)], 1)
+    S3, T3 = _dskd_sides()
+    torch.testing.assert_close(ct.dskd_loss(proj, S2, T2), ct.dskd_loss(proj, S3, T3))
+
+
+def _dskd_reference(proj, S, T, temperature=2.0, skew=0.1):
+    """DSKD for ONE unpadded sequence pair, written out position by position from the official
+    definition (tokenkit's compute_baseline_dskd_loss): an independent check of dskd_loss's maths."""
+    def cat(E, x, y):
+        return torch.cat([E[x], E[y]], -1)
+
+    n, nt = len(S["input"]), len(T["input"])
+    idx_t = torch.stack([cat(T["embed"], T["input"][j], T["target"][j]) for j in range(nt)])
+    tgt_t = torch.stack([T["embed"][T["target"][j]] for j in range(nt)])
+    key = idx_t / idx_t.std()
+    val_t = proj.t2s(T["hidden"] / T["hidden"].std() + tgt_t / tgt_t.std())
+    q = torch.stack([proj.query(cat(S["embed"], S["input"][i], S["target"][i])) for i in range(n)])
+    align = q @ key.T / (2 * T["hidden"].shape[-1]) ** 0.5
+    ce, kd, n_right, s2t_kd = 0.0, 0.0, 0, 0.0
+    for i in range(n):
+        z = torch.softmax(align[i], 0) @ val_t @ S["head"].T  # the teacher read in the student's space
+        y = int(S["target"][i])
+        ce = ce - torch.log_softmax(z, 0)[y] / n
+        if int(z.argmax()) == y:
+            p_s = torch.softmax(S["logits"][i] / temperature, 0)
+            mix = (1 - skew) * torch.softmax(z / temperature, 0) + skew * p_s
+            kd = kd + (p_s * (p_s.log() - (mix + 1e-9).log())).sum()
+            n_right += 1
+    val_s = proj.s2t(S["hidden"])
+    for j in range(nt):
+        z = torch.softmax(align[:, j], 0) @ val_s @ T["head"].T  # the student read in the teacher's space
+        p_t = torch.softmax(T["logits"][j] / temperature, 0)
+        s2t_kd = s2t_kd + (p_t * (p_t.log() - torch.log_softmax(z / temperature, 0))).sum() / nt
+    return ce + kd / max(n_right, 1e-8) + s2t_kd
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_dskd_loss_matches_the_official_definition_written_out(seed):
+    torch.manual_seed(seed)
+    proj = ct.DSKDProjectors(6, 8)
+    S, T = _dskd_sides(B=1, N=30, Nt=20, V_s=5, V_t=7, seed=seed)  # small V_s: t2s is often right
+    # make the teacher read in the student's space right at some positions, so the KD term is non-empty
+    S["head"] = S["head"] * 4
+    one = {k: (v[0] if k not in ("embed", "head") else v) for k, v in S.items()}
+    one_t = {k: (v[0] if k not in ("embed", "head") else v) for k, v in T.items()}
+    one["mask"], one_t["mask"] = torch.ones_like(one["mask"]), torch.ones_like(one_t["mask"])
+    full = {**S, "mask": torch.ones_like(S["mask"])}
+    full_t = {**T, "mask": torch.ones_like(T["mask"])}
+    ref = _dskd_reference(proj, one, one_t)
+    torch.testing.assert_close(ct.dskd_loss(proj, full, full_t), ref, rtol=1e-5, atol=1e-6)
+    # skew and temperature are the ones asked for
+    torch.testing.assert_close(ct.dskd_loss(proj, full, full_t, temperature=1.0, skew=0.3),
+                               _dskd_reference(proj, one, one_t, temperature=1.0, skew=0.3), rtol=1e-5, atol=1e-6)
+
+
+def test_dskd_training_step_aligns_each_position_with_its_target(toks, monkeypatch):
+    corpus, bpe, _ = toks
+    tok_s = build_tokenizer("bpe", corpus[::-1], vocab_size=300)
+    teacher = tiny_model(bpe, n_layer=1, n_embd=16, n_head=2, n_positions=64)
+    data = ct.DistillData(corpus[:8], teacher, bpe, tok_s)
+    seen = []
+    real = ct.dskd_loss
+    def spy(proj, s, t, **kw):  # a copy of what training_step passes, before the optimizer step moves it
+        seen.append(tuple({k: v.detach().clone() for k, v in d.items()} for d in (s, t)))
+        return real(proj, s, t, **kw)
+
+    monkeypatch.setattr(ct, "dskd_loss", spy)
+    student = ct.transfer_model(teacher, bpe, tok_s)
+    ct.distill(student, data, "dskd", steps=1, batch_size=8, accelerator="cpu")
+    (S, T), = seen
+    # the student's hidden state at position k, read by its head, gives the logits that predict target k
+    torch.testing.assert_close(S["hidden"] @ S["head"].T, S["logits"], rtol=1e-4, atol=1e-4)
+    assert torch.equal(S["input"][:, 1:], S["target"][:, :-1]) and (S["input"][:, 0] == tok_s.bos_token_id).all()
+    # the teacher's side likewise, from DistillData: hidden · head = the stored next-token logits
+    torch.testing.assert_close(T["hidden"] @ T["head"].T, T["logits"], rtol=1e-4, atol=1e-4)
+    assert torch.equal(T["input"][:, 1:] * T["mask"][:, 1:].long(), T["target"][:, :-1] * T["mask"][:, 1:].long())
+    with pytest.raises(ValueError, match="teacher_embed"):  # outside distill(): a clear error, not a TypeError
+        module = ct.CrossTokenizerDistiller(ct.transfer_model(teacher, bpe, tok_s), "dskd", teacher_dim=16)
+        module.on_fit_start()
+
+
+def test_dskd_inputs_are_validated(toks):
+    proj = ct.DSKDProjectors(6, 8)
+    S, T = _dskd_sides()
+    with pytest.raises(ValueError, match="teacher is missing"):
+        ct.dskd_loss(proj, S, {k: v for k, v in T.items() if k != "head"})
+    with pytest.raises(ValueError, match="student: hidden"):
+        ct.dskd_loss(proj, {**S, "hidden": S["hidden"][:, :-1]}, T)
+    with pytest.raises(ValueError, match="skew"):
+        ct.dskd_loss(proj, S, T, skew=1.0)
+    with pytest.raises(ValueError, match="temperature"):
+        ct.dskd_loss(proj, S, T, temperature=0)
+    with pytest.raises(ValueError, match="student: input"):
+        ct.dskd_loss(proj, {**S, "target": S["target"][:, :-1]}, T)
+    with pytest.raises(ValueError, match="d_t"):
+        ct.DSKDProjectors(6, True)
+    corpus, bpe, _ = toks
+    teacher = tiny_model(bpe, n_layer=2, n_embd=16, n_head=2, n_positions=64)
+    with pytest.raises(ValueError, match="teacher_dim"):
+        ct.CrossTokenizerDistiller(ct.transfer_model(teacher, bpe, bpe), "dskd")
+    assert len(ct.truncated_student(teacher, bpe, bpe, 1).transformer.h) == 1
+    with pytest.raises(ValueError, match="n_layer"):
+        ct.truncated_student(teacher, bpe, bpe, 3)
+
+
 def test_distill_smoke_and_chunk_gap(toks):
     corpus, bpe, _ = toks
     tok_s = build_tokenizer("bpe", corpus[::-1], vocab_size=300)
@@ -260,9 +398,16 @@ def test_distill_smoke_and_chunk_gap(toks):
     for j, kk in enumerate(k.tolist()):
         i = spans_t[(np.r_[0, ends_s[:-1]][kk], ends_s[kk])]
         assert torch.allclose(lp[j], (logits[i, to_s] / 2.0).log_softmax(-1), atol=1e-5)
+    # DSKD: the teacher's own sequence with its last hidden states and next-token logits
+    ids_dk, hid, z = item["dskd"]
+    assert ids_dk.tolist() == ids_t and hid.shape == (len(ids_t), 16) and z.shape == (len(ids_t), len(bpe))
+    torch.testing.assert_close(z, logits[:-1], atol=1e-5, rtol=1e-5)
+    batch = data.collate(data.items[:2])
+    assert batch["t_input"][0, 0] == bpe.bos_token_id and batch["t_input"][0, 1:len(ids_t)].tolist() == ids_t[:-1]
+    assert batch["t_target"][0, :len(ids_t)].tolist() == ids_t and batch["t_mask"][0].sum() == len(ids_t)
     assert math.isfinite(ct.bits_per_byte(student, tok_s, corpus[:4]))
     with pytest.raises(ValueError, match="method"):
-        ct.CrossTokenizerDistiller(student, "dskd")
+        ct.CrossTokenizerDistiller(student, "bogus")
     with pytest.raises(TypeError, match="DistillData"):
         ct.distill(student, corpus, "alm")
 
@@ -305,7 +450,7 @@ def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint):
     torch.testing.assert_close(w_s[tok_s.eos_token_id], w_t[tok_t.eos_token_id])
     data = ct.DistillData(texts, teacher, tok_t, tok_s)
     assert len(data) == 24 and all((it["word"][1] <= 0).all() for it in data.items)
-    for method in ("alm", "uld", "mined"):
+    for method in ("alm", "uld", "mined", "dskd"):
         s = ct.transfer_model(teacher, tok_t, tok_s)
         run = ct.distill(s, data, method, steps=2, batch_size=8, tau=10.0, accelerator="cpu")
         assert len(run.history) == 2 and all(math.isfinite(h) for h in run.history)
@@ -332,6 +477,11 @@ def test_seeds_small_is_the_stored_run():
         assert set(r) == {"teacher", "fvt", *METHODS}
         assert all(r[m]["bpb"] < r["fvt"]["bpb"] for m in METHODS)  # every method improves on FVT
         assert r["teacher"]["bpb"] < min(r[m]["bpb"] for m in METHODS)
+    from neurips25.cross_tokenizer_seeds import SMALL_METHODS
+
+    for s, r in payload["data"]["small_runs"].items():  # large → small: 1-layer student, its own start
+        assert set(r) == {"teacher", "init", *SMALL_METHODS} and r["teacher"] == runs[s]["teacher"]
+        assert all(r[m]["bpb"] < r["init"]["bpb"] for m in SMALL_METHODS)
     for r in payload["data"]["byte_runs"].values():  # the byte-level student, every method
         assert set(r) == {"teacher", "fvt", *METHODS} and r["teacher"] == runs["0"]["teacher"]
         assert all(r[m]["bpb"] < r["fvt"]["bpb"] for m in METHODS)

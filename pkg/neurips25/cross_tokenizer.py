@@ -23,8 +23,10 @@ It vanishes, with its gradient, iff $p_S(c) = p_T(c)$ on every chunk. *Outcome-c
 by the probability that the next token starts a new pretoken, so that both measure the event "this
 whole word comes next". Baselines: SFT, ULD (universal logit distillation, sorted-probability
 matching at equal token indices) and MinED (KL to the teacher's next-token distribution carried over to
-the student's vocabulary by minimum edit distance, at one-to-one aligned tokens). Everything here is
-plain tensor code except the training loop, a ``LightningModule`` (:class:`CrossTokenizerDistiller`).
+the student's vocabulary by minimum edit distance, at one-to-one aligned tokens) and DSKD (dual-space
+distillation: a learned cross-model attention carries each model's hidden states into the other's
+vocabulary). Everything here is plain tensor code except the training loop, a ``LightningModule``
+(:class:`CrossTokenizerDistiller`).
 """
 from __future__ import annotations
 
@@ -41,12 +43,14 @@ from torch.utils.data import DataLoader
 __all__ = [
     "markov_corpus", "token_byte_ends", "align_chunks", "chunk_logprobs", "log1mexp", "alm_loss",
     "token_logprobs", "text_logprobs", "bits_per_byte", "chunk_table", "chunk_gap", "fvt_embeddings",
-    "pretoken_start_ids", "uld_loss", "mined_mapping", "mined_loss", "transfer_model", "DistillData",
+    "pretoken_start_ids", "uld_loss", "mined_mapping", "mined_loss", "dskd_loss", "DSKDProjectors",
+    "transfer_model", "truncated_student", "DistillData",
     "CrossTokenizerDistiller", "distill", "METHODS",
 ]
 
-METHODS = ("sft", "uld", "mined", "alm", "alm_nodebias", "alm+sft")
-MINED_TEMPERATURE = 2.0  # the official code's kd_temp for its baselines
+METHODS = ("sft", "uld", "mined", "dskd", "alm", "alm_nodebias", "alm+sft")
+MINED_TEMPERATURE = 2.0  # the official code's kd_temp for its baselines (MinED and DSKD)
+DSKD_SKEW = 0.1  # the official code's default divergence for DSKD: skewed reverse KL, lambda = 0.1
 
 
 # ------------------------------------------------------------------------------------- corpus
@@ -261,15 +265,104 @@ def mined_loss(logp_t: torch.Tensor, logits_s: torch.Tensor, targets: torch.Tens
     return (d * m).sum() / m.sum().clamp(min=1.0)
 
 
+class DSKDProjectors(torch.nn.Module):
+    """DSKD's three learned maps between a student of width ``d_s`` and a teacher of width ``d_t``:
+    ``query`` (the student's index embeddings to the teacher's, ``2 d_s -> 2 d_t``), ``t2s`` (teacher
+    hidden states to the student's space) and ``s2t`` (the reverse)."""
+
+    def __init__(self, d_s: int, d_t: int):
+        super().__init__()
+        for name, v in (("d_s", d_s), ("d_t", d_t)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        self.query = torch.nn.Linear(2 * d_s, 2 * d_t)
+        self.t2s = torch.nn.Linear(d_t, d_s)
+        self.s2t = torch.nn.Linear(d_s, d_t)
+
+
+def _masked_std(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return x[mask.bool()].std()
+
+
+def dskd_loss(proj: DSKDProjectors, student: dict[str, torch.Tensor], teacher: dict[str, torch.Tensor], *,
+              temperature: float = MINED_TEMPERATURE, skew: float = DSKD_SKEW) -> torch.Tensor:
+    r"""Dual-space knowledge distillation with cross-model attention (Zhang et al. 2024), the term the
+    paper's code (tokenkit, after the DSKD authors' code) adds to SFT for its DSKD baseline.
+
+    Each side is a dict of ``(B, N)`` ``input`` and ``target`` token ids, ``mask``, ``hidden`` (last hidden
+    states, ``(B, N, d)``), ``logits`` (``(B, N, V)``, the next-token logits), ``embed`` (the input
+    embedding matrix, ``(V, d)``) and ``head`` (the output embedding matrix). Index embeddings
+    $[e(x_i); e(y_i)]$ of the two sequences are compared by attention,
+    $A = \mathrm{softmax}(W_q[e_S(x_i); e_S(y_i)] \cdot \overline{[e_T(x_j); e_T(y_j)]} / \sqrt{2 d_T})$
+    (the bar: the concatenation divided by its std). Where the official codes differ we follow the DSKD
+    authors': the student's index embeddings are detached (tokenkit lets the query's gradient reach
+    them), the std is the unbiased one and the projectors have PyTorch's default initialisation; unlike
+    both, the std is taken over valid entries only, not over the padded tensor.
+
+    * **teacher → student**: $A$ mixes the teacher's (normalised) hidden states plus target embeddings,
+      mapped by ``t2s``; the student's (frozen) head turns them into logits $z_{T\to S}$, trained by
+      cross-entropy on the student's targets; where $z_{T\to S}$ predicts the target correctly the
+      student is pulled toward it by the skewed reverse KL
+      $\mathrm{KL}(q_S \,\|\, (1-\lambda)\, q_{T\to S} + \lambda\, q_S)$ at temperature ``temperature``;
+    * **student → teacher**: $A^\top$ mixes the student's hidden states mapped by ``s2t``; the teacher's
+      head gives $z_{S\to T}$, pulled toward the teacher's own logits by forward KL at the same temperature.
+
+    Returns the sum of the three terms, each a mean over its valid positions.
+    """
+    for side, d in (("student", student), ("teacher", teacher)):
+        missing = {"input", "target", "mask", "hidden", "logits", "embed", "head"} - set(d)
+        if missing:
+            raise ValueError(f"{side} is missing {sorted(missing)}")
+        if d["hidden"].shape[:2] != d["mask"].shape or d["logits"].shape[:2] != d["mask"].shape:
+            raise ValueError(f"{side}: hidden {tuple(d['hidden'].shape)} and logits {tuple(d['logits'].shape)} "
+                             f"must start with mask's shape {tuple(d['mask'].shape)}")
+        if d["input"].shape != d["mask"].shape or d["target"].shape != d["mask"].shape:
+            raise ValueError(f"{side}: input {tuple(d['input'].shape)} and target {tuple(d['target'].shape)} "
+                             f"must have mask's shape {tuple(d['mask'].shape)}")
+    if not 0 <= skew < 1:
+        raise ValueError(f"skew must be in [0, 1), got {skew!r}")
+    if isinstance(temperature, bool) or not (isinstance(temperature, (int, float)) and temperature > 0):
+        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+    S, T = student, teacher
+    m_s, m_t = S["mask"].bool(), T["mask"].bool()
+    idx_s = torch.cat([S["embed"][S["input"]], S["embed"][S["target"]]], -1).detach()
+    idx_t = torch.cat([T["embed"][T["input"]], T["embed"][T["target"]]], -1)
+    tgt_t = T["embed"][T["target"]]
+    key = idx_t / _masked_std(idx_t, m_t)
+    value_t = T["hidden"] / _masked_std(T["hidden"], m_t) + tgt_t / _masked_std(tgt_t, m_t)
+    align = proj.query(idx_s) @ key.transpose(-1, -2) / math.sqrt(idx_t.shape[-1])
+    valid = m_s[:, :, None] & m_t[:, None, :]
+    neg = torch.finfo(align.dtype).min
+    # teacher -> student
+    t2s = (align.masked_fill(~valid, neg).softmax(-1) @ proj.t2s(value_t)) @ S["head"].detach().T
+    t2s_ce = torch.nn.functional.cross_entropy(t2s[m_s], S["target"][m_s])
+    right = m_s & (t2s.argmax(-1) == S["target"])
+    lq_s = (S["logits"] / temperature).log_softmax(-1)
+    q_t2s = (t2s.detach() / temperature).softmax(-1)
+    mixed = (1 - skew) * q_t2s + skew * lq_s.exp()
+    srkl = (lq_s.exp() * (lq_s - (mixed + 1e-9).log())).sum(-1)
+    t2s_kd = (srkl * right).sum() / (right.sum() + 1e-8)
+    # student -> teacher
+    w = align.transpose(-1, -2).masked_fill(~valid.transpose(-1, -2), neg).softmax(-1)
+    s2t = (w @ proj.s2t(S["hidden"])) @ T["head"].T
+    lq_t = (T["logits"] / temperature).log_softmax(-1)
+    fkl = (lq_t.exp() * (lq_t - (s2t / temperature).log_softmax(-1))).sum(-1)
+    s2t_kd = fkl[m_t].mean()
+    return t2s_ce + t2s_kd + s2t_kd
+
+
 # ------------------------------------------------------------------------------ model log-probs
 def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *,
-                   return_logits: bool = False):
+                   return_logits: bool = False, return_hidden: bool = False):
     """``log p(x_t | x_<t)`` of tokens 1..N-1 of ``input_ids`` (position 0 is BOS) → ``(B, N-1)``, 0 on
-    padding; with ``return_logits`` also the logits ``(B, N, V)`` at every position."""
-    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits.float()
+    padding; with ``return_logits`` also the logits ``(B, N, V)`` at every position, with
+    ``return_hidden`` also the last hidden states ``(B, N, d)`` (after the final norm)."""
+    out = model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=return_hidden)
+    logits = out.logits.float()
     lp = logits[:, :-1].log_softmax(-1).gather(-1, input_ids[:, 1:, None])[..., 0]
     lp = lp * attention_mask[:, 1:]
-    return (lp, logits) if return_logits else lp
+    extra = ((logits,) if return_logits else ()) + ((out.hidden_states[-1].float(),) if return_hidden else ())
+    return (lp, *extra) if extra else lp
 
 
 def pretoken_start_ids(tok) -> torch.Tensor:
@@ -416,6 +509,18 @@ def transfer_model(teacher, tok_t, tok_s):
     return student
 
 
+def truncated_student(teacher, tok_t, tok_s, n_layer: int = 1):
+    """A smaller student for ``tok_s``: the teacher's first ``n_layer`` blocks and final norm, FVT embeddings
+    (the large → small experiment's stand-in for a smaller pretrained model with another tokenizer)."""
+    n_total = len(teacher.transformer.h)
+    if isinstance(n_layer, bool) or not isinstance(n_layer, int) or not 1 <= n_layer <= n_total:
+        raise ValueError(f"n_layer must be an int in [1, {n_total}], got {n_layer!r}")
+    student = transfer_model(teacher, tok_t, tok_s)
+    student.transformer.h = student.transformer.h[:n_layer]
+    student.config.n_layer = n_layer
+    return student
+
+
 # -------------------------------------------------------------------------------- distillation
 class DistillData:
     """Transfer texts, pre-tokenized for the student, with everything the frozen teacher contributes.
@@ -423,8 +528,9 @@ class DistillData:
     The teacher is fixed, so its outputs are computed once here, not at every step: the chunk
     log-likelihoods on all shared boundaries (``fine``) and on whole-word chunks with the outcome
     term $\\log P_T(\\text{next token starts a word})$ added to every chunk but the last (``word``,
-    the paper's debiased chunks), its sorted next-token probabilities (for the ULD baseline), and its
-    next-token log-probs carried to the student vocabulary at the one-to-one aligned tokens (MinED).
+    the paper's debiased chunks), its sorted next-token probabilities (for the ULD baseline), its
+    next-token log-probs carried to the student vocabulary at the one-to-one aligned tokens (MinED), and
+    its token ids, last hidden states, next-token logits and embedding matrices (DSKD).
     """
 
     def __init__(self, texts: Sequence[str], teacher, tok_t, tok_s, batch_size: int = 128):
@@ -436,28 +542,34 @@ class DistillData:
         teacher.eval()
         ids_t = tok_t(texts, add_special_tokens=False)["input_ids"]
         to_s = mined_mapping(tok_t, tok_s).to(dev)
-        lts, sps, sorted_p, mapped = [], [], [], []
+        self.teacher_embed = teacher.get_input_embeddings().weight.detach().float().cpu().clone()
+        self.teacher_head = teacher.get_output_embeddings().weight.detach().float().cpu().clone()
+        self.bos_t = tok_t.bos_token_id
+        lts, sps, sorted_p, mapped, dskd = [], [], [], [], []
         with torch.no_grad():
             for i in range(0, len(ids_t), batch_size):
                 chunk = ids_t[i:i + batch_size]
-                lp, logits = token_logprobs(teacher, *_batch(chunk, tok_t, dev), return_logits=True)
+                lp, logits, hid = token_logprobs(teacher, *_batch(chunk, tok_t, dev), return_logits=True,
+                                                 return_hidden=True)
                 sp = _space_logprob(logits, space_t.to(dev))
                 ps = logits.softmax(-1).sort(-1, descending=True).values
                 # position k predicts teacher token k (position 0 is BOS)
                 mp = (logits[..., to_s] / MINED_TEMPERATURE).log_softmax(-1)
                 lp, sp, ps, mp = lp.cpu(), sp.cpu(), ps.cpu(), mp.cpu()  # one read-back per batch
+                logits, hid = logits.cpu(), hid.cpu()
                 for j, s_ in enumerate(chunk):
                     n = len(s_)
                     lts.append(lp[j, :n])
                     sps.append(sp[j, : n + 1])
                     sorted_p.append(ps[j, :n])
                     mapped.append(mp[j, :n])
+                    dskd.append((torch.tensor(s_), hid[j, :n], logits[j, :n]))  # positions predicting s_
         teacher.train(was)
         _, et = token_byte_ends(tok_t, texts)
         self.ids, es = token_byte_ends(tok_s, texts)
         self.items: list[dict[str, Any]] = []
-        for text, ids, lt, sp, ps, mp, a, b in zip(texts, self.ids, lts, sps, sorted_p, mapped, et, es):
-            item: dict[str, Any] = {"ids": ids, "uld": ps}
+        for text, ids, lt, sp, ps, mp, a, b, dk in zip(texts, self.ids, lts, sps, sorted_p, mapped, et, es, dskd):
+            item: dict[str, Any] = {"ids": ids, "uld": ps, "dskd": dk}
             ct, cs, bounds = align_chunks(a, b, text)
             item["fine"] = (torch.as_tensor(cs), torch.zeros(len(bounds)).index_add(0, torch.as_tensor(ct), lt))
             # one-to-one tokens: a chunk of exactly one teacher and one student token
@@ -510,6 +622,17 @@ class DistillData:
             k, lp_k = b["mined"]
             lq[i, k], one[i, k] = lp_k, 1
         out.update({"mined_lp_t": lq, "mined_one_to_one": one})
+        # DSKD: the teacher's own sequence; position k reads token k - 1 (BOS at 0) and predicts token k
+        Nt = max(len(b["dskd"][0]) for b in batch)
+        d, V = batch[0]["dskd"][1].shape[-1], batch[0]["dskd"][2].shape[-1]
+        t_in, t_tgt = torch.zeros(len(batch), Nt, dtype=torch.long), torch.zeros(len(batch), Nt, dtype=torch.long)
+        t_mask, t_h, t_z = torch.zeros(len(batch), Nt), torch.zeros(len(batch), Nt, d), torch.zeros(len(batch), Nt, V)
+        for i, b in enumerate(batch):
+            ids_t, h, z = b["dskd"]
+            n = len(ids_t)
+            t_in[i, 0], t_in[i, 1:n], t_tgt[i, :n] = self.bos_t, ids_t[:-1], ids_t
+            t_mask[i, :n], t_h[i, :n], t_z[i, :n] = 1, h, z
+        out.update({"t_input": t_in, "t_target": t_tgt, "t_mask": t_mask, "t_hidden": t_h, "t_logits": t_z})
         return out
 
     def loader(self, batch_size: int, seed: int = 0) -> DataLoader:
@@ -523,20 +646,28 @@ class CrossTokenizerDistiller(L.LightningModule):
     * ``"sft"`` — next-token cross-entropy on the student's tokenization of the transfer text;
     * ``"uld"`` — SFT + universal logit distillation (sorted distributions at equal token index);
     * ``"mined"`` — SFT + MinED (the teacher's distribution through the edit-distance vocabulary map);
+    * ``"dskd"`` — SFT + DSKD (cross-model attention between the two sequences; needs ``teacher_dim``);
     * ``"alm"`` — ALM on whole-word chunks with outcome-chunk debiasing (the paper's method);
     * ``"alm_nodebias"`` — ALM on all shared boundaries, no debiasing;
     * ``"alm+sft"`` — the sum of ``"alm"`` and ``"sft"``.
     """
 
     def __init__(self, model, method: str = "alm", *, tau: float = 1.0, lr: float = 1e-3, warmup: int = 10,
-                 total_steps: int = 100):
+                 total_steps: int = 100, teacher_dim: int | None = None):
         super().__init__()
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         if isinstance(tau, bool) or not (isinstance(tau, (int, float)) and tau > 0):
             raise ValueError(f"tau must be a positive number, got {tau!r}")
+        if method == "dskd" and teacher_dim is None:
+            raise ValueError("method 'dskd' needs teacher_dim (the teacher's hidden width)")
         self.save_hyperparameters(ignore=["model"])
         self.model = model
+        # DSKD's projectors train with the student (for other methods there are none: same parameters)
+        self.projectors = (DSKDProjectors(model.get_input_embeddings().weight.shape[1], teacher_dim)
+                           if method == "dskd" else None)
+        self.teacher_embed: torch.Tensor | None = None  # DSKD: the teacher's embedding matrices, set by
+        self.teacher_head: torch.Tensor | None = None  # `distill` from the DistillData
         self._losses: list[torch.Tensor] = []  # kept on the device; read back once by `history`
         self.space_ids: torch.Tensor | None = None  # set by `distill` from the student tokenizer
 
@@ -548,18 +679,32 @@ class CrossTokenizerDistiller(L.LightningModule):
     def on_fit_start(self):
         if self.space_ids is not None:
             self.space_ids = self.space_ids.to(self.device)  # once, not at every step
+        if self.hparams.method == "dskd":
+            if self.teacher_embed is None or self.teacher_head is None:
+                raise ValueError("method 'dskd' needs teacher_embed and teacher_head (the teacher's embedding "
+                                 "matrices): train it with distill(), which sets them from the DistillData")
+            self.teacher_embed, self.teacher_head = self.teacher_embed.to(self.device), self.teacher_head.to(self.device)
 
     def training_step(self, batch, batch_idx):
         x, m = batch["input_ids"], batch["attention_mask"]
-        lp, logits = token_logprobs(self.model, x, m, return_logits=True)
-        method, loss = self.hparams.method, lp.new_zeros(())
-        if method in ("sft", "alm+sft", "uld", "mined"):
+        method = self.hparams.method
+        lp, logits, *hidden = token_logprobs(self.model, x, m, return_logits=True, return_hidden=method == "dskd")
+        loss = lp.new_zeros(())
+        if method in ("sft", "alm+sft", "uld", "mined", "dskd"):
             loss = loss - lp.sum() / m[:, 1:].sum()
         if method == "uld":
             loss = loss + uld_loss(batch["uld_p_t"], logits[:, :-1], batch["uld_mask"])
         if method == "mined":
             loss = loss + mined_loss(batch["mined_lp_t"], logits[:, :-1], x[:, 1:], batch["mined_one_to_one"],
                                      m[:, 1:])
+        if method == "dskd":
+            emb = self.model.get_input_embeddings().weight
+            student = {"input": x[:, :-1], "target": x[:, 1:], "mask": m[:, 1:], "hidden": hidden[0][:, :-1],
+                       "logits": logits[:, :-1], "embed": emb, "head": self.model.get_output_embeddings().weight}
+            teacher = {"input": batch["t_input"], "target": batch["t_target"], "mask": batch["t_mask"],
+                       "hidden": batch["t_hidden"], "logits": batch["t_logits"], "embed": self.teacher_embed,
+                       "head": self.teacher_head}
+            loss = loss + dskd_loss(self.projectors, student, teacher)
         if method in ("alm", "alm_nodebias", "alm+sft"):
             key = "fine" if method == "alm_nodebias" else "word"
             lp_s = chunk_logprobs(lp, batch[f"{key}_idx"], batch[f"{key}_lp_t"].shape[1])
@@ -575,7 +720,7 @@ class CrossTokenizerDistiller(L.LightningModule):
         from neurips25.lm import warmup_cosine
 
         hp = self.hparams
-        opt = torch.optim.AdamW(self.model.parameters(), lr=hp.lr, betas=(0.9, 0.98), weight_decay=0.0)
+        opt = torch.optim.AdamW(self.parameters(), lr=hp.lr, betas=(0.9, 0.98), weight_decay=0.0)
         sched = torch.optim.lr_scheduler.LambdaLR(
             opt, lambda s: warmup_cosine(s, warmup=hp.warmup, total=hp.total_steps))
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
@@ -596,8 +741,10 @@ def distill(student, data: DistillData, method: str, *, steps: int = 100, batch_
     steps = cap(steps)
     L.seed_everything(seed, verbose=False)
     module = CrossTokenizerDistiller(student, method, tau=tau, lr=lr, warmup=min(warmup, steps - 1) if steps > 1
-                                     else 0, total_steps=steps)
+                                     else 0, total_steps=steps, teacher_dim=data.teacher_embed.shape[1])
     module.space_ids = data.space_s
+    if method == "dskd":
+        module.teacher_embed, module.teacher_head = data.teacher_embed, data.teacher_head
     trainer = make_trainer(max_epochs=None, max_steps=steps, limit_val_batches=0, num_sanity_val_steps=0,
                            **trainer_kwargs)
     student.train()

@@ -5,7 +5,8 @@ The notebook runs seed 0 live, step by step; this replays the same pipeline for 
 tokenizers' training text do not depend on it) and stores every method's held-out bits per byte and word
 log-likelihood gap, so the chapter's per-seed statements, the matched ALM+SFT-vs-ULD comparison included,
 rest on stored numbers; then the same transfer to the byte-level tokenizer (``byte_runs``: the paper's
-"→ byte level" row). ``python -m neurips25.cross_tokenizer_seeds [--seeds 0 1 2] [--scale ...]``.
+"→ byte level" row) and the large → small distillation into a 1-layer truncated student (``small_runs``).
+``python -m neurips25.cross_tokenizer_seeds [--seeds 0 1 2] [--scale ...]``.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from typing import Sequence
 from . import cross_tokenizer as ct
 from .runtime import cap
 
-__all__ = ["SEEDS", "BYTE_STEPS", "BYTE_STEPS_METHODS", "BYTE_DATA", "run_seed", "byte_steps_run", "main"]
+__all__ = ["SEEDS", "SMALL_METHODS", "BYTE_STEPS", "BYTE_STEPS_METHODS", "BYTE_DATA", "run_seed", "byte_steps_run",
+           "main"]
 
 # The notebook's CFG (notebooks/cross_tokenizer.ipynb), without the one-line checkpoint option.
 SEEDS = {
@@ -27,6 +29,8 @@ SEEDS = {
                  n_embd=256, n_layer=4, teacher_steps=2000, steps=500, lr=1e-3, tau=10.0, batch_size=64,
                  noise=0.8),
 }
+# large → small: the notebook's methods, and DSKD, the paper's baseline in its large → small table
+SMALL_METHODS = ("sft", "alm", "alm+sft", "dskd")
 # The byte-level transfer's training-length study (registered after the 150-step result).
 BYTE_STEPS = [150, 300, 600, 1200]
 BYTE_STEPS_METHODS = ("sft", "alm+sft")
@@ -49,34 +53,41 @@ def _setup(seed: int, cfg: dict):
     return teacher, tok_t, tok_s, transfer, test
 
 
-def _transferred(teacher, tok_t, tok, data, method: str, steps: int, cfg: dict, seed: int):
-    """A FVT student for ``tok`` after ``steps`` steps of ``method`` with the chapter's settings."""
-    student = ct.transfer_model(teacher, tok_t, tok)
+def _transferred(teacher, tok_t, tok, data, method: str, steps: int, cfg: dict, seed: int, *,
+                 make=ct.transfer_model):
+    """A student for ``tok`` (``make(teacher, tok_t, tok)``: FVT by default) after ``steps`` steps of
+    ``method`` with the chapter's settings."""
+    student = make(teacher, tok_t, tok)
     ct.distill(student, data, method, steps=steps, batch_size=cfg["batch_size"], tau=cfg["tau"], lr=cfg["lr"],
                seed=seed)
     return student
 
 
-def run_seed(seed: int, cfg: dict) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
-    """Held-out ``{"bpb": ..., "gap": ...}`` per method (and for the teacher and the FVT student), for the
-    BPE student and for the byte-level student."""
+def run_seed(seed: int, cfg: dict) -> tuple[dict[str, dict[str, float]], ...]:
+    """Held-out ``{"bpb": ..., "gap": ...}`` per method (and for the teacher and the untrained student), for
+    the BPE student, for the byte-level student (start: ``"fvt"``) and for the 1-layer BPE student (large →
+    small; start: ``"init"``, the truncated FVT model)."""
     from .lm import build_tokenizer
 
     teacher, tok_t, tok_s, transfer, test = _setup(seed, cfg)
+
+    def scores(student, tok):
+        return {"bpb": ct.bits_per_byte(student, tok, test), "gap": ct.chunk_gap(teacher, tok_t, student, tok, test)}
+
     bpb_t = ct.bits_per_byte(teacher, tok_t, test)
-    runs = []
-    for tok in (tok_s, build_tokenizer("byte")):
-        out = {"teacher": {"bpb": bpb_t, "gap": 0.0}}
-        student0 = ct.transfer_model(teacher, tok_t, tok)
-        out["fvt"] = {"bpb": ct.bits_per_byte(student0, tok, test),
-                      "gap": ct.chunk_gap(teacher, tok_t, student0, tok, test)}
-        data = ct.DistillData(transfer, teacher, tok_t, tok)
-        for method in ct.METHODS:
-            student = _transferred(teacher, tok_t, tok, data, method, cfg["steps"], cfg, seed)
-            out[method] = {"bpb": ct.bits_per_byte(student, tok, test),
-                           "gap": ct.chunk_gap(teacher, tok_t, student, tok, test)}
+    runs, datas = [], {}
+    for tok, start, make, methods in ((tok_s, "fvt", ct.transfer_model, ct.METHODS),
+                                      (build_tokenizer("byte"), "fvt", ct.transfer_model, ct.METHODS),
+                                      (tok_s, "init", ct.truncated_student, SMALL_METHODS)):
+        out = {"teacher": {"bpb": bpb_t, "gap": 0.0}, start: scores(make(teacher, tok_t, tok), tok)}
+        if id(tok) not in datas:  # large → small reuses the BPE transfer's data
+            datas[id(tok)] = ct.DistillData(transfer, teacher, tok_t, tok)
+        data = datas[id(tok)]
+        for method in methods:
+            out[method] = scores(_transferred(teacher, tok_t, tok, data, method, cfg["steps"], cfg, seed, make=make),
+                                 tok)
         runs.append(out)
-    return runs[0], runs[1]
+    return tuple(runs)
 
 
 def byte_steps_run(seed: int, cfg: dict, steps: Sequence[int], n_transfer: Sequence[int] | None = None,
@@ -110,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
     """``python -m neurips25.cross_tokenizer_seeds``: every method on ``SEEDS[scale]["seeds"]``."""
     import torch
 
-    from .results import add_scale_arguments, save_results
+    from .results import add_scale_arguments, load_results, save_results
 
     p = argparse.ArgumentParser(prog="python -m neurips25.cross_tokenizer_seeds", description=main.__doc__)
     add_scale_arguments(p)
@@ -133,8 +144,6 @@ def main(argv: list[str] | None = None) -> None:
         for flag, v in (("--byte-steps", a.byte_steps), ("--byte-data", a.byte_data)):
             if v is not None and any(n < 1 for n in v):
                 p.error(f"{flag} must be positive counts, got {v}")
-        from .results import load_results
-
         stored = load_results("cross_tokenizer_seeds", path=a.out, scale=a.scale)
         if a.byte_steps is not None:
             key, study = "byte_steps", {str(s): byte_steps_run(s, cfg, a.byte_steps) for s in seeds}
@@ -145,14 +154,22 @@ def main(argv: list[str] | None = None) -> None:
         print(save_results("cross_tokenizer_seeds", data, f"{stored['command']}; {cmd.strip()}", seed=0, path=a.out,
                            scale=a.scale))
         return
-    runs, byte_runs = {}, {}
+    runs, byte_runs, small_runs = {}, {}, {}
     for s in seeds:
-        runs[str(s)], byte_runs[str(s)] = run_seed(s, cfg)
-        for name, r in (("BPE", runs), ("byte", byte_runs)):
+        runs[str(s)], byte_runs[str(s)], small_runs[str(s)] = run_seed(s, cfg)
+        for name, r in (("BPE", runs), ("byte", byte_runs), ("large → small", small_runs)):
             print("seed", s, name, {m: round(v["bpb"], 3) for m, v in r[str(s)].items()}, file=sys.stderr,
                   flush=True)
-    print(save_results("cross_tokenizer_seeds", {"settings": cfg, "runs": runs, "byte_runs": byte_runs}, cmd.strip(),
-                       seed=0, path=a.out, scale=a.scale))
+    data = {"settings": cfg, "runs": runs, "byte_runs": byte_runs, "small_runs": small_runs}
+    cmds = [cmd.strip()]
+    try:  # the byte-level studies are separate runs (their own flags): keep them, and their commands
+        stored = load_results("cross_tokenizer_seeds", path=a.out, scale=a.scale)
+    except FileNotFoundError:
+        stored = None
+    if stored is not None and stored["data"]["settings"] == cfg:
+        data.update({k: v for k, v in stored["data"].items() if k in ("byte_steps", "byte_data")})
+        cmds += [c for c in stored["command"].split("; ") if "--byte-" in c]
+    print(save_results("cross_tokenizer_seeds", data, "; ".join(cmds), seed=0, path=a.out, scale=a.scale))
 
 
 if __name__ == "__main__":
