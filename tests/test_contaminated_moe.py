@@ -270,3 +270,37 @@ def test_sweep_small_is_the_stored_sweep():
     for f in cm.FAMILIES:  # the same Fisher prediction (Monte Carlo; equal to a few ulp)
         assert all(np.allclose(conf["fisher_sd"][f][k], att["fisher_sd"][f][k], rtol=1e-12) for k in cm.PARAMS)
     assert all(set(fits) == set(cm.FAMILIES) for fits in conf["groups"].values())
+
+
+def test_audit_input_checks():
+    n = 1000
+    for delta in (float("nan"), -0.1, float("inf"), True):
+        with pytest.raises(ValueError, match="delta"):
+            cm.paper_setting("nondist_eta", n, delta=delta)
+    with pytest.raises(ValueError, match="delta_scale"):
+        cm.paper_setting("nondist_eta", n, delta_scale=True)
+    # delta = 0 (η* = η0, the exact overlap) stays legal
+    assert cm.unpack(cm.paper_setting("nondist_eta", n, delta=0)[1])["eta"][0].item() == 1.0
+    expert, theta = cm.paper_setting("nondist_eta", n, d=2)
+    x, y = cm.sample(10, theta, expert, torch.Generator().manual_seed(0))
+    x_nan, y_nan, th_nan = x.clone(), y.clone(), theta.clone()
+    x_nan[0, 0], y_nan[3], th_nan[0] = float("nan"), float("inf"), float("nan")
+    with pytest.raises(ValueError, match="x and y must be finite"):
+        cm.log_density(y, x_nan, theta, expert)
+    with pytest.raises(ValueError, match="x and y must be finite"):
+        cm.log_density(y_nan, x, theta, expert)
+    with pytest.raises(ValueError, match="theta must be finite"):
+        cm.log_density(y, x, th_nan, expert)
+    with pytest.raises(ValueError, match="at least one sample"):
+        cm.neg_log_likelihood(theta, x[:0], y[:0], expert)
+    with pytest.raises(ValueError, match="at least one sample"):
+        cm.nll_grad_hess(theta, x[:0], y[:0], expert)
+    X, Y, T = x[None], y[None], theta[None]
+    for tol in (float("nan"), 0.0, -1.0, True):
+        with pytest.raises(ValueError, match="tol"):
+            cm.fit_mle(X, Y, expert, T, tol=tol)
+    for tau_max in (-1.0, 0.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="tau_max"):
+            cm.fit_mle(X, Y, expert, T, tau_max=tau_max)
+    with pytest.raises(ValueError, match="theta must be finite"):
+        cm.fit_mle(X, Y, expert, th_nan[None])

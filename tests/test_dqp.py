@@ -383,3 +383,30 @@ def test_highs_prints_no_banner_into_outputs():
             "solver='highs'); print('z', r.z.tolist() if hasattr(r, 'z') else 'ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "HiGHS" not in out and out.startswith("z "), out
+
+
+def test_audit_input_checks():
+    C, d = np.eye(2), np.zeros(2)
+    with pytest.raises(ValueError, match="z must be finite"):
+        active_set(C, d, np.array([np.nan, 0.0]))
+    with pytest.raises(ValueError, match="d must be finite"):
+        active_set(C, np.array([0.0, np.nan]), np.zeros(2))
+    for eps in (float("nan"), float("inf"), True):
+        with pytest.raises(ValueError, match="eps"):
+            active_set(C, d, np.zeros(2), eps=eps)
+    # a negative eps is legal: the refinement asks for the rows violated beyond |eps|
+    assert active_set(C, d, np.array([1.0, 1e-9]), eps=-1e-6).tolist() == [True, False]
+    for x in (torch.tensor([float("nan"), 1.0]), torch.zeros(0), torch.zeros(2, 0)):
+        with pytest.raises(ValueError, match="x must"):
+            sparsemax(x)
+    with pytest.raises(TypeError, match="x must"):
+        sparsemax(torch.tensor([1, 2]))
+    with pytest.raises(ValueError, match="z must be finite"):
+        sparsemax_jacobian(torch.tensor([float("nan"), 1.0]))
+    for z in (torch.zeros(0), torch.zeros(3), torch.tensor([-0.5, 0.0])):
+        with pytest.raises(ValueError, match="z must be a sparsemax output"):
+            sparsemax_jacobian(z)
+    with pytest.raises(ValueError, match="q must have at least one entry"):
+        dqp_solve(torch.zeros(0, 0, dtype=torch.float64), torch.zeros(0, dtype=torch.float64))
+    with pytest.raises(ValueError, match="q must be finite"):
+        dqp_solve(torch.eye(2, dtype=torch.float64), torch.tensor([float("nan"), 0.0], dtype=torch.float64))

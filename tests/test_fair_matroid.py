@@ -295,3 +295,41 @@ def test_forest_rows_matches_is_independent_and_checks_its_input():
     assert not forest_rows(M, np.ones((1, M.n), bool))[0]  # every edge: cycles
     with pytest.raises(ValueError, match="accepted must have shape"):
         forest_rows(M, np.ones((2, M.n + 1), bool))
+
+
+def test_audit_input_checks():
+    from neurips25.fair_matroid import FairnessEstimate, alg3_split
+
+    M = complete_graph(4)
+    with pytest.raises(ValueError, match="d must be a positive int"):
+        RandomOrderGraphicFair(M, True)
+    with pytest.raises(ValueError, match="d must be a positive int"):
+        alg3_split(6, True)
+    with pytest.raises(ValueError, match="m must be an int >= 0"):
+        alg3_split(-1, 2)
+    with pytest.raises(ValueError, match="d must be a positive int"):
+        lemma15_bound(True)
+    L = LaminarMatroid(4, [[0, 1, 2, 3]], [4])  # arboricity 1: True would act as alpha = 1
+    with pytest.raises(ValueError, match="alpha must be"):
+        LaminarFair(L, True)
+    for a, k, name in ((0, 3, "alpha"), (2, 0, "k"), (True, 3, "alpha"), (2, True, "k")):
+        with pytest.raises(ValueError, match=f"{name} must be a positive int"):
+            alg1_colours(a, k)
+    counts = np.array([3, 5, 2])
+    assert FairnessEstimate(counts, 5).f_hat == 2.5  # a valid estimate still builds
+    for kw, match in ((dict(counts=counts, n_trials=4), "counts must lie in"),
+                      (dict(counts=np.array([], dtype=np.int64), n_trials=5), "counts must be a non-empty"),
+                      (dict(counts=counts, n_trials=0), "n_trials"),
+                      (dict(counts=counts, n_trials=True), "n_trials"),
+                      (dict(counts=counts, n_trials=5, level=float("nan")), "level"),
+                      (dict(counts=counts, n_trials=5, level=1.5), "level")):
+        with pytest.raises(ValueError, match=match):
+            FairnessEstimate(**kw)
+    with pytest.raises(ValueError, match="n_trials must be a positive int"):
+        acceptance_mc(lambda rng: Greedy(M), M, True)
+    with pytest.raises(ValueError, match="n_trials must be a positive int"):
+        alg3_acceptance_mc(M, 2, True)
+    with pytest.raises(ValueError, match="batch must be a positive int"):
+        alg3_acceptance_mc(M, 2, 10, batch=0)
+    with pytest.raises(ValueError, match="iters must be"):
+        hill_climb(lambda o: 0.0, M.n, True)

@@ -60,6 +60,11 @@ def test_invalid_votes():
         frm.majority_vote([[2, 0]])
     with pytest.raises(ValueError, match="NaN"):
         frm.weighted_vote([[1, 0]], [[np.nan, 0.0]], 1.0)
+    with pytest.raises(ValueError, match=r"scores contain \+inf"):  # inf - inf would be a NaN weight
+        frm.weighted_vote([[1, 0]], [[np.inf, 0.1]], 0.1)
+    # -inf is the score of a chain without steps: it gets no weight, the other chain decides
+    assert frm.weighted_vote([[1, 0]], [[-np.inf, 0.1]], 0.1).tolist() == [0]
+    assert frm.weighted_vote([[1, 0]], [[0.1, -np.inf]], 0.1).tolist() == [1]
 
 
 # ---------------------------------------------------------------- chain scores
@@ -73,6 +78,9 @@ def test_chain_scores_mean_and_logmean():
         frm.chain_scores(steps, "max")
     with pytest.raises(ValueError, match="probabilities"):
         frm.chain_scores([np.array([1.5])])
+    for how in ("mean", "logmean"):
+        with pytest.raises(ValueError, match="step_scores.*NaN"):
+            frm.chain_scores([np.array([0.5, np.nan])], how)
     # a chain without steps scores -inf: the AUC ranks it lowest instead of failing on the infinity
     assert frm._auc([True, True, False, False], [0.0, lm[1], lm[2], -2.0]) == 1.0
 
@@ -108,6 +116,14 @@ def test_fairness_report_validation():
         frm.fairness_report([1, 0, 1], [1, 0, 1], [0, 2, 1])
     with pytest.raises(ValueError, match="group 1"):
         frm.fairness_report([1, 0, 1], [1, 0, 1], [0, 0, 1])
+    # probabilities are not predictions: checked before any cast to int could floor them
+    with pytest.raises(ValueError, match="y_hat"):
+        frm.fairness_report([1, 0, 1, 0], [0.9, 0.2, 0.6, 0.4], [0, 0, 1, 1])
+    with pytest.raises(ValueError, match="y must"):
+        frm.fairness_report([1.0, 0.5, 1, 0], [1, 0, 1, 0], [0, 0, 1, 1])
+    # bools and 0./1. floats are fine
+    r = frm.fairness_report(np.array([True, False, True, False]), [1.0, 0.0, 1.0, 1.0], [0, 0, 1, 1])
+    assert r["accuracy"] == 0.75 and r["fpr_1"] == 1.0
 
 
 # ---------------------------------------------------------------- data generators

@@ -1,6 +1,7 @@
 """Tests for neurips25.grid_reasoning (GRiD: graphs of knowledge and reasoning nodes, local verification)."""
 import math
 
+import numpy as np
 import pytest
 
 from neurips25 import grid_reasoning as gr
@@ -217,6 +218,13 @@ def test_metrics_and_validation():
         gr.accuracy(["a"], ["a", "b"])
     with pytest.raises(ValueError, match="equal length"):
         gr.acc_at_passed(["a"], ["a"], [True, False])
+    # passed is a verdict per example, not a count or a label
+    assert gr.acc_at_passed(["a", "b"], ["a", "c"], [1, 0]) == (1.0, 0.5)
+    assert gr.acc_at_passed(["a", "b"], ["a", "c"], np.array([True, False])) == (1.0, 0.5)
+    with pytest.raises(ValueError, match="passed must hold one bool"):
+        gr.acc_at_passed(["a", "b"], ["a", "b"], [1, 2])
+    with pytest.raises(ValueError, match="passed must hold one bool"):
+        gr.acc_at_passed(["a", "b"], ["a", "b"], ["yes", ""])
     assert gr.extract_answer("x [A] france") == "france" and gr.extract_answer("no answer") is None
 
 
@@ -225,6 +233,8 @@ def test_input_validation(world):
         gr.make_world(2)
     with pytest.raises(ValueError, match="train_frac"):
         gr.make_world(20, train_frac=1.0)
+    with pytest.raises(TypeError, match="seed must be an int"):
+        gr.make_world(200, seed=True)
     with pytest.raises(ValueError, match="confusion, consistency and slip"):
         gr.make_traces(world, confusion=1.5)
     with pytest.raises(ValueError, match="not in the world"):

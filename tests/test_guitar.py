@@ -140,6 +140,11 @@ def test_accuracy_matches_brute_force_permutations():
     assert purity(y, p) >= clustering_accuracy(y, p)
     with pytest.raises(ValueError, match="equal length"):
         clustering_accuracy(y, p[:-1])
+    with pytest.raises(ValueError, match="y_true must not contain NaN"):
+        clustering_accuracy(np.array([0, 1, np.nan, 1.0]), np.array([0, 1, 1, 0]))
+    with pytest.raises(ValueError, match="y_pred must not contain NaN"):
+        purity(np.array([0, 1, 1, 0]), np.array([0.0, np.inf, 1.0, 0.0]))
+    assert clustering_accuracy(y.astype(float), p) == clustering_accuracy(y, p)  # finite floats are fine
 
 
 def test_missing_masks_keep_a_view_per_sample():
@@ -171,6 +176,14 @@ def test_guitar_validates_its_parameters():
         GUITAR(3, noise="l1").fit(views, M)
     with pytest.raises(ValueError, match="n_clusters"):
         GUITAR(1).fit(views, M)
+    for eta in (0.5, 1.0, float("inf"), float("nan")):  # Theorem 1 needs growing penalties
+        with pytest.raises(ValueError, match="eta must be a finite number > 1"):
+            GUITAR(3, eta=eta).fit(views, M)
+    with pytest.raises(ValueError, match="max_iter must be a positive int"):
+        GUITAR(3, max_iter=True).fit(views, M)
+    for name in ("mu", "rho", "tol"):
+        with pytest.raises(ValueError, match=f"{name} must be positive"):
+            GUITAR(3, **{name: 0.0}).fit(views, M)
 
 
 def _blobs(n_per=30, seed=0):
@@ -233,6 +246,9 @@ def test_apmc_anchor_fraction_subsamples_and_validates():
     assert clustering_accuracy(y, apmc(views, M, 3, anchor_fraction=0.5)) == 1.0
     with pytest.raises(ValueError, match="anchor_fraction"):
         apmc(views, M, 3, anchor_fraction=0.0)
+    for k in (0, True, 2.0):  # 0 used to run on with NumPy warnings (mean of an empty slice)
+        with pytest.raises(ValueError, match="n_neighbors must be a positive int"):
+            apmc(views, M, 3, n_neighbors=k)
 
 
 def test_sensitivity_lays_each_setting_over_the_tuned_params_and_validates():

@@ -229,6 +229,24 @@ def test_backfilling_curve_endpoints_and_order():
         backfill_order(old, y, "nearest")
     with pytest.raises(ValueError, match="permutation"):
         backfilling_curve(new, old, new, y, torch.zeros(30, dtype=torch.long))
+    with pytest.raises(TypeError, match="y must hold integer class labels"):
+        backfill_order(old, y.double(), "distance")
+    with pytest.raises(ValueError, match=r"y must have shape \(30,\)"):
+        backfill_order(old, y[:5], "distance")
+    assert torch.equal(backfill_order(old, y.numpy(), "distance"), order)  # numpy int labels are fine
+
+
+def test_non_finite_features_are_rejected():
+    h = torch.randn(6, 3, dtype=torch.float64)
+    y = torch.tensor([0, 0, 1, 1, 2, 2])
+    bad = h.clone()
+    bad[2, 1] = float("nan")
+    with pytest.raises(ValueError, match="query must be finite"):
+        retrieval_metrics(bad, h, y, y)
+    with pytest.raises(ValueError, match="gallery must be finite"):
+        retrieval_metrics(h, h * float("inf"), y, y)
+    with pytest.raises(ValueError, match="h_old must be finite"):
+        backfill_order(bad, y)
 
 
 # --- smoke training ----------------------------------------------------------------------------

@@ -121,6 +121,53 @@ def test_validation_errors():
         SquaresToy(0.25, 0.3)
 
 
+def test_invalid_inputs_are_rejected_not_passed_on():
+    toy = SquaresToy()
+    z, y = toy.sample(10, seed=0)
+    z_nan = z.clone()
+    z_nan[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="x must be finite"):
+        leapfactual(z_nan, toy.classify, 1, toy.velocity, n_blend=2)
+    with pytest.raises(ValueError, match="x must be a non-empty"):
+        leapfactual(z[:0], toy.classify, 1, toy.velocity, n_blend=2)
+    with pytest.raises(ValueError, match="n_blend must be a non-negative int"):
+        leapfactual(z, toy.classify, 1, toy.velocity, n_blend=True)
+    with pytest.raises(ValueError, match="n_inject must be a non-negative int"):
+        leapfactual(z, toy.classify, 1, toy.velocity, n_inject=1.5)
+    with pytest.raises(ValueError, match="steps must be a positive int"):
+        leap(toy.velocity, z, y, y, steps=True)
+    with pytest.raises(ValueError, match="steps must be a positive int"):
+        leapfactual(z, toy.classify, 1, toy.velocity, n_blend=0, steps=0)
+    for bad in ((1.0, 1.0, 5.0), (1.0,), (1.0, 0.0), (1.0, float("nan")), 1.0):
+        with pytest.raises(ValueError, match="gamma_inject must be a pair"):
+            leapfactual(z, toy.classify, 1, toy.velocity, n_blend=1, n_inject=1, gamma_inject=bad)
+    x_ce = leapfactual(z, toy.classify, 1, toy.velocity, n_blend=1, n_inject=1, gamma_inject=[1.0, 1.05])[0]
+    assert x_ce.shape == z.shape  # a list pair, as read back from JSON settings, is fine
+    with pytest.raises(ValueError, match="x must be a non-empty"):
+        counterfactual_metrics(z[:0], z[:0], y[:0], toy.classify, toy.classify, z)
+    with pytest.raises(ValueError, match="reference must be a non-empty"):
+        counterfactual_metrics(z, z, y, toy.classify, toy.classify, z[:0])
+    with pytest.raises(ValueError, match="x_ce must have one row per input"):
+        counterfactual_metrics(z, z[:5], y, toy.classify, toy.classify, z)
+    with pytest.raises(ValueError, match="x_ce must be finite"):
+        counterfactual_metrics(z, z_nan, y, toy.classify, toy.classify, z)
+    X, yx = torch.rand(20, 4), torch.arange(20) % 2
+    with pytest.raises(ValueError, match="epochs must be a positive int"):
+        fit_classifier(X, yx, epochs=True)
+    with pytest.raises(ValueError, match="epochs must be a positive int"):
+        fit_classifier(X, yx, epochs=-1)
+    f = fit_classifier(X, yx, epochs=5)
+    ident = lambda u: u
+    with pytest.raises(ValueError, match="max_steps must be a positive int"):
+        opt_counterfactual(X[:3], f, 1, ident, ident, max_steps=-1)
+    with pytest.raises(ValueError, match="max_steps must be a positive int"):
+        opt_counterfactual(X[:3], f, 1, ident, ident, max_steps=True)
+    with pytest.raises(ValueError, match="lr must be positive"):
+        opt_counterfactual(X[:3], f, 1, ident, ident, lr=0.0)
+    with pytest.raises(ValueError, match="x must be finite"):
+        opt_counterfactual(X[:3] * float("nan"), f, 1, ident, ident)
+
+
 def test_smoke_digits_pipeline(any_device):
     seed_everything(0)
     dev = any_device

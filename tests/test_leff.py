@@ -74,6 +74,16 @@ def test_layerwise_aggregate_reduces_to_fedavg_and_keeps_untouched():
     assert torch.allclose(part["a"], (5 * states[0]["a"] + states[1]["a"]) / 6)
 
 
+@pytest.mark.parametrize("n", [[0, 0], [-1, 1], [1.5, 2], [True, 1]])
+def test_fedavg_and_layerwise_aggregate_reject_bad_n_samples(n):
+    g = {"a": torch.zeros(2)}
+    states = [{"a": torch.ones(2)}, {"a": 2 * torch.ones(2)}]
+    with pytest.raises(ValueError, match="n_samples"):
+        fedavg(states, n)
+    with pytest.raises(ValueError, match="n_samples"):
+        layerwise_aggregate(g, list(zip(states, n)))
+
+
 def test_unselected_layers_stay_bit_identical_in_a_round():
     model, clients, X, _ = _setup(2)
     before, after, srv = _run_round(model, clients, [1, 2], Method("leff", sampling="roundrobin", r=0.5),
@@ -193,6 +203,8 @@ def test_dirichlet_validation():
         dirichlet_split([], 2, 1.0)
     with pytest.raises(ValueError, match="exceeds"):
         dirichlet_split([0, 1, 0], 2, 1.0, min_size=2)
+    with pytest.raises(ValueError, match="alpha"):
+        dirichlet_split([0, 1], 2, True)
 
 
 # --- importance, compression, LoRA, accountant ---------------------------------------------------------
@@ -216,6 +228,10 @@ def test_compression_shrinks_and_distillation_lowers_E():
     assert n_compressed(5, 1.0) == 5 and n_compressed(4, 0.25) == 1
     with pytest.raises(ValueError, match="r must"):
         n_compressed(3, 1.5)
+    with pytest.raises(ValueError, match="r must"):
+        n_compressed(3, True)
+    with pytest.raises(ValueError, match="n_layers"):
+        n_compressed(True, 0.5)
     model, _, X, _ = _setup()
     with torch.no_grad():
         x0 = model.embed(X)
@@ -259,6 +275,21 @@ def test_step_cost_and_round_time():
     assert round_time([2.0, 4.0], [1.0, 4.0], K=3) == 6.0
     with pytest.raises(ValueError, match="speeds"):
         round_time([1.0], [0.0], 1)
+
+
+@pytest.mark.parametrize("flops, speeds, K, arg", [
+    ([1.0, 2.0], [1.0, float("nan")], 1, "speeds"),
+    ([1.0, 2.0], [1.0, float("inf")], 1, "speeds"),
+    ([1.0, float("nan")], [1.0, 1.0], 1, "flops_per_step"),
+    ([1.0, -2.0], [1.0, 1.0], 1, "flops_per_step"),
+    ([1.0, 2.0], [1.0, 1.0], -3, "K"),
+    ([1.0, 2.0], [1.0, 1.0], 0, "K"),
+    ([1.0, 2.0], [1.0, 1.0], 2.5, "K"),
+    ([1.0, 2.0], [1.0, 1.0], True, "K"),
+])
+def test_round_time_validation(flops, speeds, K, arg):
+    with pytest.raises(ValueError, match=arg):
+        round_time(flops, speeds, K)
 
 
 def test_leff_client_cost_counts_the_built_sub_model_once_per_shape():

@@ -194,6 +194,24 @@ def test_invalid_inputs_raise():
         gaussian_replications([0.0], [[1.0]], 5, 3, 2, pool=torch.zeros(4, 2))
 
 
+def test_nan_and_non_pd_inputs_are_rejected():
+    nan = float("nan")
+    with pytest.raises(ValueError, match="x must be finite"):
+        GaussianFamily().fit(torch.tensor([[0.0], [nan], [1.0]]))
+    with pytest.raises(ValueError, match=r"x must lie in \[0, 2\], no NaN"):
+        NonSmoothFamily(5).fit([[0.5, nan]])  # NaN used to be dropped by the range test
+    with pytest.raises(ValueError, match="mean_star must be finite"):
+        gaussian_replications([nan], [[1.0]], 5, 3, 2)
+    th = GaussianParams(torch.zeros(2, dtype=torch.float64), torch.eye(2, dtype=torch.float64))
+    with pytest.raises(ValueError, match="cov_star must be a symmetric positive definite"):
+        gaussian_kl(th, torch.zeros(2), -torch.eye(2))  # used to give KL = -2
+    with pytest.raises(ValueError, match="cov_star must be a symmetric positive definite"):
+        gaussian_kl(th, torch.zeros(2), torch.tensor([[1.0, 0.5], [0.0, 1.0]]))
+    with pytest.raises(ValueError, match="mean_star must be finite"):
+        gaussian_kl(th, torch.tensor([0.0, nan]), torch.eye(2))
+    assert float(gaussian_kl(th, torch.zeros(2), torch.eye(2))) == pytest.approx(0.0, abs=1e-12)
+
+
 def test_nonsmooth_generations_first_two_match_two_generation_runner():
     """With the same K, the T-generation runner's first two generations are nonsmooth_replications'."""
     from neurips25.model_collapse import nonsmooth_generations

@@ -152,6 +152,12 @@ def test_recall_threshold_toy():
         r2r.recall_threshold(scores, labels, 0.0)
     with pytest.raises(ValueError, match="positive"):
         r2r.recall_threshold(scores, torch.zeros(10), 0.9)
+    with pytest.raises(ValueError, match="recall"):
+        r2r.recall_threshold(scores, labels, True)
+    with pytest.raises(ValueError, match="scores"):
+        r2r.recall_threshold(torch.where(labels.bool(), float("nan"), scores), labels, 0.9)
+    with pytest.raises(ValueError, match="scores"):
+        r2r.recall_threshold(torch.full((10,), float("inf")), labels, 0.9)
 
 
 def test_router_pipeline_smoke(setup):
@@ -373,3 +379,7 @@ def test_task_and_config():
     assert len(train) == 4000 and len(questions) == 50 and questions == sorted({p for p, _ in train})
     assert r2r.accuracy([p for p, _ in train[:5]], [a for _, a in train[:5]], 5) == 1.0
     assert r2r.accuracy([p for p, _ in train[:2]], ["", train[1][1]], 5) == 0.5
+    with pytest.raises(ValueError, match="prompts and texts"):
+        r2r.accuracy([p for p, _ in train[:3]], [a for _, a in train[:2]], 5)
+    with pytest.raises(ValueError, match="prompts and texts"):
+        r2r.accuracy([], [], 5)

@@ -115,6 +115,12 @@ def test_invalid_inputs_raise(docs):
     assert R.get_documentary(docs, 3).doc_id == 3
     with pytest.raises(ValueError, match="ranks is empty"):
         R.recall_at_k(torch.tensor([]))
+    # a NaN true score compares False with everything and would rank first
+    with pytest.raises(ValueError, match="scores contain NaN"):
+        R.rank_of_truth(torch.tensor([[float("nan"), 0.5], [0.1, 0.2]]))
+    for bad in ([1.0, float("nan")], [1.0, float("inf")], [0, 2], [-1, 1]):
+        with pytest.raises(ValueError, match="ranks must be finite and >= 1"):
+            R.recall_at_k(torch.tensor(bad))
     with pytest.raises(ValueError, match="pool"):
         R.make_documentaries(2, pool="valid")
     with pytest.raises(ValueError, match="train and test"):

@@ -284,3 +284,28 @@ def test_per_node_terms_sum_to_the_integral():
     split = statistical_sweep([30, 60], trials=2, ms=[60, 60], n_t=4, n_mc=150, per_t=True)
     assert split["err"] == plain["err"]  # the totals do not change
     assert np.allclose(np.array(split["err_t"]).sum(-1), split["err"]) and len(split["t"]) == 4
+
+
+def test_audit_input_checks():
+    from neurips25.sinkhorn_bridge import bridge_matching_loss
+
+    X, Y = _gauss(10, d=2)
+    v = lambda x, t: x
+    for tau in (1.0, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="tau"):
+            bridge_matching_loss(v, X, Y, 0.1, tau)
+    for eps in (-0.1, 0.0, float("nan")):
+        with pytest.raises(ValueError, match="eps"):
+            bridge_matching_loss(v, X, Y, eps, 0.5)
+    assert torch.isfinite(bridge_matching_loss(v, X, Y, 0.1, 0.0))  # tau = 0: t = 0, still finite
+    g_nan = torch.zeros(10, dtype=torch.float64)
+    g_nan[3] = float("nan")
+    with pytest.raises(ValueError, match="g must be finite"):
+        sinkhorn_drift(X, 0.3, Y, g_nan, 0.1)
+    with pytest.raises(ValueError, match="g must be finite"):
+        SinkhornBridge(Y, g_nan, 0.1).effective_targets(X, 0.3)
+    for max_iter in (0, -1, True, 2.5):
+        with pytest.raises(ValueError, match="max_iter"):
+            sinkhorn_potentials(X, Y, 0.1, max_iter=max_iter)
+    with pytest.raises(ValueError, match="n_steps"):
+        euler_maruyama(lambda x, t: x, X, 0.1, n_steps=True)

@@ -299,3 +299,42 @@ def test_run_gaussian_treedsb(any_device):
     params = set(inspect.signature(run_gaussian).parameters)
     for cfg in SWEEP_TREEDSB.values():
         assert set(cfg) - {"configs", "seeds"} <= params
+
+
+@pytest.mark.parametrize("sigma", [True, float("inf"), float("nan"), -0.1])
+def test_tree_rejects_bad_sigma(sigma):
+    with pytest.raises(ValueError, match="sigma"):
+        Tree(3, [(0, 1), (1, 2)], [1, 1], [0], sigma=sigma)
+
+
+def test_audit_input_checks():
+    from neurips25.tree_sb import gaussian_tree_ipf
+
+    with pytest.raises(ValueError, match="weights"):  # not "lengths": the bad input is the weight
+        star_tree([np.nan, 0.5, 0.5], 0.1)
+    x = torch.zeros(2, 1)
+    with pytest.raises(ValueError, match="t must lie in"):
+        brownian_bridge(x, x + 1, torch.tensor([0.5, 2.0]), 0.5)
+    with pytest.raises(ValueError, match="sigma_e"):
+        brownian_bridge(x, x + 1, torch.tensor([0.5, 0.5]), float("nan"))
+    tree = star_tree(LAM, 0.5)
+    bad_means = [np.array([np.nan]), np.zeros(1), np.zeros(1)]
+    covs = [[[v]] for v in VARS]
+    with pytest.raises(ValueError, match="means must be finite"):
+        gaussian_tree_sb(tree, bad_means, covs)
+    with pytest.raises(ValueError, match="means must be finite"):
+        gaussian_tree_ipf(tree, bad_means, covs, 1)
+    with pytest.raises(ValueError, match="n_iter"):
+        gaussian_tree_ipf(tree, MEANS, covs, True)
+    grid = np.linspace(-1.0, 1.0, 5)
+    ok = np.ones(5)
+    with pytest.raises(ValueError, match="marginals must be non-negative"):
+        grid_multimarginal_sinkhorn(grid, [np.array([1, -1, 1, 1, 1.0]), ok], [0.5, 0.5], 0.5)
+    with pytest.raises(ValueError, match="marginals must be non-negative"):
+        grid_multimarginal_sinkhorn(grid, [np.full(5, np.nan), ok], [0.5, 0.5], 0.5)
+    with pytest.raises(ValueError, match="marginals must be non-negative"):
+        grid_multimarginal_sinkhorn(grid, [np.ones(4), ok], [0.5, 0.5], 0.5)
+    with pytest.raises(ValueError, match="sigma"):
+        grid_multimarginal_sinkhorn(grid, [ok, ok], [0.5, 0.5], 0.0)
+    with pytest.raises(ValueError, match="grid"):
+        grid_multimarginal_sinkhorn(np.array([0.0, np.inf]), [np.ones(2), np.ones(2)], [0.5, 0.5], 0.5)

@@ -147,6 +147,54 @@ def test_invalid_arguments():
         Unlearner(model, retain, forget, epochs=5, num_gd_epochs=9)
 
 
+def test_non_finite_and_bool_arguments_are_rejected():
+    Xr, yr, Xf, yf, model = _linear_problem()
+    retain, forget = (Xr, yr), (Xf, yf)
+    for name in ("lr", "lam", "reg", "noise_sigma", "ga_coef"):  # lr = inf used to give NaN weights
+        with pytest.raises(ValueError, match=f"{name} must be a finite number >= 0"):
+            unlearn(model, retain, forget, "minnorm_og", 3, **{name: math.inf})
+    with pytest.raises(ValueError, match="lam must be a finite number >= 0"):
+        Unlearner(model, retain, forget, lam=float("nan"))
+    for bad in (0.5, True):
+        with pytest.raises(ValueError, match="num_gd_epochs must be an int"):
+            Unlearner(model, retain, forget, epochs=3, num_gd_epochs=bad)
+    with pytest.raises(ValueError, match="epochs must be a positive int"):
+        Unlearner(model, retain, forget, epochs=True)
+    with pytest.raises(ValueError, match="proj_period must be a positive int"):
+        Unlearner(model, retain, forget, proj_period=True)
+    with pytest.raises(ValueError, match="n_pert must be a positive int"):
+        Unlearner(model, retain, forget, n_pert=2.5)
+    Xnan = Xr.clone()
+    Xnan[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="retain: x and y must be finite"):
+        unlearn(model, (Xnan, yr), forget, "gd", 3)
+    with pytest.raises(ValueError, match="forget: x and y must be finite"):
+        Unlearner(model, retain, (Xf, yf * math.inf), method="ga")
+    with pytest.raises(ValueError, match="coef must be a number in"):
+        minnorm_og_step(model, Xr, coef=True)
+    with pytest.raises(ValueError, match="n_pert must be a positive int"):
+        minnorm_og_step(model, Xr, coef=0.5, n_pert=True)
+    net = sine_mlp(0, width=8)
+    for hw in (float("nan"), math.inf, 0.0, -1.0):
+        with pytest.raises(ValueError, match="half_width must be a positive finite number"):
+            sup_error(net, hw)
+    with pytest.raises(ValueError, match="n_test must be an int"):
+        sup_error(net, 1.0, n_test=1)
+    assert math.isfinite(sup_error(net, 1.0, n_test=50))
+
+
+def test_median_sup_is_numpys_median_of_the_evaluation_seeds():
+    """An even number of seeds takes the mean of the middle two, as the notebook and its criteria do."""
+    from neurips25 import unlearning as U
+
+    d = U.sine_poisoning_data(0, n_retain=10, n_forget=2)
+    runs = {s: (d, sine_mlp(s, width=8)) for s in (0, 1, 2, 3, 100)}
+    r = U._tune_and_evaluate(runs, "gd", 2, (0, 1, 2, 3), (100,), 1.0)
+    srt = sorted(r["sup"])
+    assert len(srt) == 4 and srt[1] != srt[2]
+    assert r["median_sup"] == pytest.approx((srt[1] + srt[2]) / 2)
+
+
 def test_every_method_runs_on_the_data_device(any_device):
     """Model and data on ``any_device``: every method (projection, noise, ascent) stays there."""
     d = sine_poisoning_data(0, n_retain=12, n_forget=2, half_width=3.0, min_gap=0.1)

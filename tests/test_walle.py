@@ -260,6 +260,34 @@ def test_invalid_inputs_raise_clear_errors():
         W.fit_hypothesis_prior([1000], rounds=0)
 
 
+def test_bools_and_empty_inputs_are_rejected():
+    """A bool is not a count, and an evaluation over no worlds or no methods is an error, not {}."""
+    world = W.sample_world(0)
+    with pytest.raises(TypeError, match="seed"):
+        W.sample_world(True, 5)
+    with pytest.raises(ValueError, match="n_modifications"):
+        W.sample_world(0, True)
+    with pytest.raises(ValueError, match="n_iters"):
+        W.run_world(world, "walle", n_iters=True)
+    with pytest.raises(ValueError, match="limit"):
+        W.run_world(world, "walle", limit=True)
+    model, _ = W.align([], limit=1)
+    with pytest.raises(ValueError, match="limit"):
+        W.prune_rules({}, True, model)
+    with pytest.raises(ValueError, match="world_seeds"):
+        W.evaluate([], ["walle"])
+    with pytest.raises(ValueError, match="methods"):
+        W.evaluate([0], [])
+    with pytest.raises(ValueError, match="methods"):
+        W.evaluate([0], "walle")
+    with pytest.raises(ValueError, match="methods"):
+        W.evaluate([0], ["magic"])
+    with pytest.raises(ValueError, match="n must be a positive int"):
+        W.prediction_accuracy(model, world, n=0)
+    with pytest.raises(ValueError, match="n must be a positive int"):
+        W.prediction_accuracy(model, world, n=True)
+
+
 def test_entry_point_runs_from_a_gpt2_style_checkpoint(gpt2_style_checkpoint, any_device):
     """The agent's hypothesis prior read from a real checkpoint (here the tiny GPT-2-style fixture:
     byte-level vocabulary, pad = eos, not id 0) runs the whole evaluation on ``any_device``."""

@@ -483,9 +483,10 @@ def _percentile(x, q: float) -> float:
 
 # ----------------------------------------------------------------------------- learning rates, MDL
 def lr_grid(p) -> list[float]:
-    """Three learning rates per budget, centred on ``3 / sqrt(p)`` (sparse budgets need large rates:
-    each of few entries must move far); ``[1e-3, 3e-3]`` for full fine-tuning. The same grid is used
-    for the pretrained and the randomly initialised model."""
+    """Three learning rates per budget, topped by ``3 / sqrt(p)`` capped at 3: that rate, a third
+    and a tenth of it (sparse budgets need large rates: each of few entries must move far);
+    ``[1e-3, 3e-3]`` for full fine-tuning. The same grid is used for the pretrained and the randomly
+    initialised model."""
     if p == "full":
         return [1e-3, 3e-3]
     if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:

@@ -458,8 +458,8 @@ def chain_scores(step_scores: Sequence[torch.Tensor | np.ndarray], how: str = "m
         p = np.asarray(p, dtype=float)
         if p.size == 0:
             out[k] = 0.0 if how == "mean" else -np.inf
-        elif np.any((p < 0) | (p > 1)):
-            raise ValueError("step scores must be probabilities in [0, 1]")
+        elif not np.all((p >= 0) & (p <= 1)):  # written this way round so that NaN fails too
+            raise ValueError(f"step_scores must be probabilities in [0, 1] (no NaN), got {p!r} for chain {k}")
         else:
             out[k] = p.mean() if how == "mean" else np.log(np.clip(p, 1e-12, 1)).mean()
     return out
@@ -480,6 +480,10 @@ def _check_votes(answers, scores=None):
         raise ValueError(f"scores must have the same shape as answers {a.shape}, got {np.shape(scores)}")
     if np.isnan(s).any():
         raise ValueError("scores contain NaN")
+    # −inf is a legitimate score (a chain without steps, see chain_scores); +inf would make the
+    # max-shifted softmax inf − inf = NaN
+    if np.isposinf(s).any():
+        raise ValueError("scores contain +inf; expected finite scores or -inf")
     return a, s
 
 
@@ -521,13 +525,15 @@ def fairness_report(y, y_hat, group) -> dict[str, float]:
     ``eo_diff`` = max of the two (equalized-odds difference, as in fairlearn), ``dp_diff`` =
     |P(ŷ=1|0) − P(ŷ=1|1)| (demographic parity).
     """
-    y, y_hat, group = (np.asarray(v).astype(int).ravel() for v in (y, y_hat, group))
+    y, y_hat, group = (np.asarray(v).ravel() for v in (y, y_hat, group))
     if not len(y) == len(y_hat) == len(group) or len(y) == 0:
         raise ValueError(f"y, y_hat and group must be non-empty with equal lengths, got "
                          f"{len(y)}, {len(y_hat)}, {len(group)}")
+    # checked before the cast to int, which would floor probabilities such as 0.9 to 0 silently
     for name, v in (("y", y), ("y_hat", y_hat), ("group", group)):
         if not np.isin(v, (0, 1)).all():
-            raise ValueError(f"{name} must contain only 0 and 1")
+            raise ValueError(f"{name} must contain only 0 and 1 (or bools)")
+    y, y_hat, group = (v.astype(int) for v in (y, y_hat, group))
     rates = {}
     for g in (0, 1):
         m = group == g

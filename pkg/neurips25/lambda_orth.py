@@ -160,7 +160,19 @@ def _check_features(h: torch.Tensor, name: str) -> torch.Tensor:
         raise TypeError(f"{name} must be a torch.Tensor, got {type(h).__name__}")
     if h.ndim != 2 or h.shape[0] == 0:
         raise ValueError(f"{name} must be a non-empty (N, D) matrix, got shape {tuple(h.shape)}")
+    if not torch.isfinite(h).all():  # a NaN distance would silently reorder every ranking
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
     return h
+
+
+def _check_class_labels(y, n: int, name: str, device) -> torch.Tensor:
+    """Integer class labels, one per row; floats are refused (a NaN label is no class)."""
+    y = torch.as_tensor(y)
+    if y.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), got {tuple(y.shape)}")
+    if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer class labels, got dtype {y.dtype}")
+    return y.to(device)
 
 
 def match_dims(h_old: torch.Tensor, h_new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -548,9 +560,7 @@ def backfill_order(h_old: torch.Tensor, y, strategy: str = "distance", seed: int
     model represents worst; ``"random"``: a seeded random permutation.
     """
     h_old = _check_features(h_old, "h_old")
-    y = torch.as_tensor(y).to(h_old.device)
-    if y.shape != (h_old.shape[0],):
-        raise ValueError(f"y must have shape ({h_old.shape[0]},), got {tuple(y.shape)}")
+    y = _check_class_labels(y, h_old.shape[0], "y", h_old.device)
     if strategy == "random":
         return torch.randperm(len(y), generator=torch.Generator().manual_seed(seed))
     if strategy != "distance":

@@ -15,6 +15,7 @@ leap, the ODE integrator and the exact toy field are plain functions.
 from __future__ import annotations
 
 import math
+from numbers import Real
 from typing import Callable, Sequence
 
 import numpy as np
@@ -37,11 +38,37 @@ Velocity = Callable[[torch.Tensor, float, torch.Tensor], torch.Tensor]
 
 # --- a fixed-step ODE integrator -----------------------------------------------------------------
 
+def _check_count(n, name: str, positive: bool = True) -> int:
+    """An int count (≥ 1, or ≥ 0 with ``positive=False``); bools are rejected (``True`` would mean 1)."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < int(positive):
+        raise ValueError(f"{name} must be a {'positive' if positive else 'non-negative'} int, got {n!r}")
+    return int(n)
+
+
+def _check_batch(x, name: str, width: int | None = None) -> None:
+    """A non-empty (B, D) tensor of finite values (a NaN would travel through the flow unnoticed)."""
+    if not torch.is_tensor(x) or x.ndim != 2 or len(x) == 0:
+        raise ValueError(f"{name} must be a non-empty (B, D) tensor, got {type(x).__name__} "
+                         f"{tuple(x.shape) if torch.is_tensor(x) else ''}")
+    if width is not None and x.shape[1] != width:
+        raise ValueError(f"{name} must have {width} columns, got shape {tuple(x.shape)}")
+    if not torch.isfinite(x).all():
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+
+
+def _check_gamma_pair(g, name: str) -> tuple[float, float]:
+    """(γ_lift, γ_land), both positive and finite; a third value would be silently ignored."""
+    if not (isinstance(g, (tuple, list)) and len(g) == 2
+            and all(isinstance(v, Real) and not isinstance(v, bool) and 0 < v < math.inf for v in g)):
+        raise ValueError(f"{name} must be a pair (gamma_lift, gamma_land) of positive finite numbers, "
+                         f"got {g!r}")
+    return float(g[0]), float(g[1])
+
+
 def odeint(f: Callable[[torch.Tensor, float], torch.Tensor], z: torch.Tensor, t0: float, t1: float,
            steps: int = 32, method: str = "rk4") -> torch.Tensor:
     """Integrate dz/dt = f(z, t) from t0 to t1 (either direction) with ``steps`` fixed Euler/RK4 steps."""
-    if not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    steps = _check_count(steps, "steps")
     if method not in ("rk4", "euler"):
         raise ValueError(f"method must be 'rk4' or 'euler', got {method!r}")
     h = (t1 - t0) / steps
@@ -230,16 +257,14 @@ def leapfactual(x: torch.Tensor, classifier: Callable, target, velocity: Velocit
     land then cancel only where f is *certain* of the target, so blending carries z into the region
     where f is confident — the target class's interior — instead of stopping just past f's boundary
     as it does with hard labels."""
-    if not torch.is_tensor(x) or x.ndim != 2:
-        raise ValueError(f"x must be a (B, D) tensor, got {type(x).__name__} {getattr(x, 'shape', '')}")
+    _check_batch(x, "x")
     if not callable(classifier):
         raise TypeError(f"classifier must be callable, got {type(classifier).__name__}")
     target = _check_labels(target, len(x), "target", n_classes or _flow_classes(velocity))
     if not 0 < gamma_blend <= 1:
         raise ValueError(f"gamma_blend must be in (0, 1], got {gamma_blend}")
-    for name, n in (("n_blend", n_blend), ("n_inject", n_inject)):
-        if not isinstance(n, int) or n < 0:
-            raise ValueError(f"{name} must be a non-negative int, got {n!r}")
+    n_blend, n_inject = _check_count(n_blend, "n_blend", False), _check_count(n_inject, "n_inject", False)
+    steps, gamma_inject = _check_count(steps, "steps"), _check_gamma_pair(gamma_inject, "gamma_inject")
     encode = encode or (lambda u: u)
     decode = decode or (lambda u: u)
     if soft:
@@ -296,7 +321,13 @@ def opt_counterfactual(x: torch.Tensor, classifier: nn.Module, target, encode: C
     Needs gradients of f, so f must be a differentiable torch module."""
     if not isinstance(classifier, nn.Module):
         raise TypeError("classifier must be a differentiable torch.nn.Module for the Opt baseline")
+    _check_batch(x, "x")
     target = _check_labels(target, len(x), "target").to(x.device)
+    max_steps = _check_count(max_steps, "max_steps")
+    if not 0 < lr < math.inf:
+        raise ValueError(f"lr must be positive and finite, got {lr}")
+    if not 0 <= lam < math.inf:
+        raise ValueError(f"lam must be non-negative and finite, got {lam}")
     with torch.no_grad():
         z0 = encode(x)
     z = z0.clone().requires_grad_(True)
@@ -388,6 +419,7 @@ def fit_classifier(X: torch.Tensor, y: torch.Tensor, hidden: Sequence[int] = (),
     it is the model under explanation, not the method of the chapter. Trains on X's device."""
     if len(X) != len(y) or len(X) == 0:
         raise ValueError(f"X and y must be non-empty with equal length, got {len(X)} and {len(y)}")
+    epochs = _check_count(epochs, "epochs")
     torch.manual_seed(seed)
     f = MLP(X.shape[1], list(hidden), int(y.max()) + 1, "silu").to(X.device)
     y = y.to(X.device)
@@ -403,6 +435,12 @@ def counterfactual_metrics(x: torch.Tensor, x_ce: torch.Tensor, target: torch.Te
                            oracle: Callable, reference: torch.Tensor) -> dict[str, float]:
     """Flip rate of the explained f, agreement of the oracle with the target, L2 distance to the input,
     and the distance to the nearest real image (``reference``) as an in-distribution score."""
+    _check_batch(x, "x")  # an empty batch would return NaN rates
+    _check_batch(x_ce, "x_ce", x.shape[1])
+    if len(x_ce) != len(x):
+        raise ValueError(f"x_ce must have one row per input in x ({len(x)}), got {len(x_ce)}")
+    _check_batch(reference, "reference", x.shape[1])
+    target = _check_labels(target, len(x), "target").cpu()  # query() answers on the CPU
     x_ce = x_ce.detach().cpu()
     nn_dist = torch.cdist(x_ce, reference.cpu()).min(1).values
     return {

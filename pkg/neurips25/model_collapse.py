@@ -123,6 +123,8 @@ class GaussianFamily:
             raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
         if x.ndim < 2 or x.shape[-2] < 2:
             raise ValueError(f"x must have shape (..., m, d) with m >= 2, got {tuple(x.shape)}")
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError("x must be finite (a NaN would give a NaN MLE)")
         mean = x.mean(-2)
         xc = x - mean.unsqueeze(-2)
         return GaussianParams(mean, xc.transpose(-1, -2) @ xc / x.shape[-2])
@@ -155,6 +157,8 @@ def gaussian_replications(mean_star, cov_star, n: int, T: int, R: int, scheme: s
     mean_star = torch.as_tensor(mean_star, dtype=torch.float64).reshape(-1)
     d = mean_star.shape[0]
     cov_star = torch.as_tensor(cov_star, dtype=torch.float64).reshape(d, d)
+    if not bool(torch.isfinite(mean_star).all()):
+        raise ValueError("mean_star must be finite")
     if not bool(torch.isfinite(cov_star).all()):
         raise ValueError("cov_star must be finite")
     if not torch.allclose(cov_star, cov_star.T):
@@ -210,6 +214,13 @@ def gaussian_kl(theta: GaussianParams, mean_star, cov_star) -> torch.Tensor:
     mean_star = torch.as_tensor(mean_star, dtype=theta.mean.dtype)
     cov_star = torch.as_tensor(cov_star, dtype=theta.cov.dtype)
     d = mean_star.shape[-1]
+    if not bool(torch.isfinite(mean_star).all()):
+        raise ValueError("mean_star must be finite")
+    # the KL from N(μ*, Σ*) needs log det Σ*: Σ* must be positive definite (−I gave KL = −2)
+    if cov_star.shape[-2:] != (d, d) or not bool(torch.isfinite(cov_star).all()) \
+            or not torch.allclose(cov_star, cov_star.transpose(-1, -2)) \
+            or bool(torch.linalg.cholesky_ex(cov_star).info.any()):
+        raise ValueError(f"cov_star must be a symmetric positive definite ({d}, {d}) matrix")
     L, info = torch.linalg.cholesky_ex(theta.cov)
     diff = (theta.mean - mean_star).unsqueeze(-1)
     sol = torch.cholesky_solve(torch.cat([cov_star.expand(*theta.cov.shape), diff], -1), L)
@@ -259,8 +270,8 @@ class NonSmoothFamily:
         x = np.asarray(x, dtype=float)
         if x.ndim < 1 or x.shape[-1] < 1:
             raise ValueError(f"x must have shape (..., m) with m >= 1, got {x.shape}")
-        if np.any((x < 0) | (x > 2)):
-            raise ValueError("x must lie in [0, 2] (every density of the family vanishes outside)")
+        if not np.all((x >= 0) & (x <= 2)):  # written so that NaN fails too
+            raise ValueError("x must lie in [0, 2], no NaN (every density of the family vanishes outside)")
         inner, outer = x < 1, x >= 1
         n0, k = inner.sum(-1), outer.sum(-1)
         if np.any(n0 == 0):

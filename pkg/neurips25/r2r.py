@@ -506,8 +506,10 @@ def recall_threshold(scores: torch.Tensor, labels: torch.Tensor, recall: float =
     scores, labels = torch.as_tensor(scores, dtype=torch.float64), torch.as_tensor(labels)
     if scores.shape != labels.shape or scores.ndim != 1:
         raise ValueError(f"scores and labels must be 1-D of equal length, got {tuple(scores.shape)}, {tuple(labels.shape)}")
-    if not 0.0 < recall <= 1.0:
-        raise ValueError(f"recall must be in (0, 1], got {recall!r}")
+    if not torch.isfinite(scores).all():
+        raise ValueError("scores must be finite (a NaN score would silently drop out of the sort)")
+    if isinstance(recall, bool) or not isinstance(recall, (int, float)) or not 0.0 < recall <= 1.0:
+        raise ValueError(f"recall must be a float in (0, 1], got {recall!r}")
     pos = scores[labels.bool()].sort(descending=True).values
     if len(pos) == 0:
         raise ValueError("labels contain no positive (divergent) example")
@@ -698,6 +700,9 @@ def fine_tune(model, tok, pairs: Sequence[tuple[str, str]], cfg: dict, steps: in
 
 def accuracy(prompts: Sequence[str], texts: Sequence[str], modulus: int = 5) -> float:
     """Share of ``texts`` whose final value answers its prompt (``is_correct``)."""
+    if len(prompts) != len(texts) or len(prompts) == 0:
+        raise ValueError(f"prompts and texts must be non-empty and of equal length, got {len(prompts)} "
+                         f"prompts and {len(texts)} texts")
     return float(np.mean([is_correct(p, t, modulus) for p, t in zip(prompts, texts)]))
 
 

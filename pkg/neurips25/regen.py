@@ -541,6 +541,8 @@ def rank_of_truth(scores: torch.Tensor, truth: Sequence[int] | torch.Tensor | No
     scores = torch.as_tensor(scores)
     if scores.ndim != 2 or scores.shape[1] == 0:
         raise ValueError(f"scores must be (n_queries, n_candidates) with n_candidates >= 1, got {tuple(scores.shape)}")
+    if torch.isnan(scores).any():  # NaN compares False: a NaN true score would silently rank first
+        raise ValueError("scores contain NaN")
     truth = torch.arange(len(scores)) if truth is None else torch.as_tensor(truth).long()
     if truth.shape != (len(scores),) or (truth < 0).any() or (truth >= scores.shape[1]).any():
         raise ValueError("truth must hold one valid candidate index per row of scores")
@@ -553,6 +555,8 @@ def recall_at_k(ranks: torch.Tensor, ks: Sequence[int] = (1, 5, 10)) -> dict[int
     ranks = torch.as_tensor(ranks)
     if ranks.numel() == 0:
         raise ValueError("ranks is empty")
+    if not (torch.isfinite(ranks) & (ranks >= 1)).all():  # 1-based ranks; NaN would count as a miss
+        raise ValueError("ranks must be finite and >= 1 (1-based ranks, see rank_of_truth)")
     if any(not isinstance(k, int) or k < 1 for k in ks):
         raise ValueError(f"ks must be positive ints, got {ks}")
     return {k: float((ranks <= k).float().mean()) for k in ks}

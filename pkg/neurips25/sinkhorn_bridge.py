@@ -103,6 +103,8 @@ def sinkhorn_potentials(X: torch.Tensor, Y: torch.Tensor, eps: float, n_iter: in
         raise ValueError(f"n_iter must be a non-negative int or None (run to convergence), got {n_iter!r}")
     if not tol > 0:
         raise ValueError(f"tol must be positive, got {tol}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
     Y = Y.to(X.dtype)
     C = _cost(X, Y)
     log_m, log_n = math.log(X.shape[-2]), math.log(Y.shape[-2])
@@ -151,6 +153,8 @@ def _drift_logits(z: torch.Tensor, t, Y: torch.Tensor, g: torch.Tensor, eps: flo
         raise ValueError(f"z and Y must have the same dimension d, got {z.shape[-1]} and {Y.shape[-1]}")
     if g.shape != Y.shape[:-1]:
         raise ValueError(f"g must have shape {tuple(Y.shape[:-1])} (one value per Y_j), got {tuple(g.shape)}")
+    if not torch.isfinite(g).all():
+        raise ValueError("g must be finite (a NaN or inf potential would give a NaN drift)")
     t, eps = _check_t(t), _check_eps(eps)
     Y, g = Y.to(z.dtype), g.to(z.dtype)
     s = 1.0 - t
@@ -212,7 +216,7 @@ def euler_maruyama(drift: Drift, x0: torch.Tensor, eps: float, tau: float = 0.95
     """
     x0 = _check_points(x0, "x0")
     eps, tau = _check_eps(eps), _check_t(tau, "tau")
-    if not isinstance(n_steps, int) or n_steps < 1:
+    if isinstance(n_steps, bool) or not isinstance(n_steps, int) or n_steps < 1:
         raise ValueError(f"n_steps must be a positive int, got {n_steps!r}")
     gen = torch.Generator(device="cpu").manual_seed(seed)
     h = tau / n_steps
@@ -341,6 +345,9 @@ def bridge_matching_loss(v: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     built on π — the k-th Sinkhorn bridge when π = π^(k) (Props. 1–2)."""
     if x0.shape != x1.shape:
         raise ValueError(f"x0 and x1 must have the same shape, got {tuple(x0.shape)} and {tuple(x1.shape)}")
+    # eps < 0 makes the noise scale √(εt(1 − t)) NaN and τ ≥ 1 reaches the singular 1/(1 − t);
+    # τ = 0 is legal (t ≡ 0, no division by zero)
+    eps, tau = _check_eps(eps), _check_t(tau, "tau")
     t = tau * torch.rand(x0.shape[0], 1, dtype=x0.dtype, device=x0.device)
     xt = (1 - t) * x0 + t * x1 + torch.sqrt(eps * t * (1 - t)) * torch.randn_like(x0)
     target = (x1 - xt) / (1 - t)

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from ..runtime import cap, lightning_module, make_trainer, single_thread
-from .model import _LOG2PI, PretrainedExpert, _as_f64, _check_theta, neg_log_likelihood, unpack
+from .model import _LOG2PI, PretrainedExpert, _as_f64, _check_real, _check_theta, neg_log_likelihood, unpack
 
 # --- the MLE as a Lightning module ---------------------------------------------------------------
 
@@ -112,6 +112,8 @@ def nll_grad_hess(theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
     theta = _check_theta(theta, expert.d)
     x, y = _as_f64(x, "x"), _as_f64(y, "y")
     n, d = x.shape[-2], expert.d
+    if n < 1:
+        raise ValueError("x and y must hold at least one sample (n >= 1)")
     idx = [slice(0, d + 1), slice(d + 1, 2 * d + 1), slice(2 * d + 1, 2 * d + 2)]
     total = torch.zeros(theta.shape[:-1], dtype=torch.float64, device=theta.device)
     grad = torch.zeros(theta.shape, dtype=torch.float64, device=theta.device)
@@ -149,6 +151,7 @@ def fit_mle(x: torch.Tensor, y: torch.Tensor, expert: PretrainedExpert, theta_in
     if theta.ndim != 2 or x.ndim != 3 or x.shape[0] != theta.shape[0]:
         raise ValueError(f"expected theta_init (R, p) and x (R, n, d) with the same R, got "
                          f"{tuple(theta.shape)} and {tuple(x.shape)}")
+    tol, tau_max = _check_real(tol, "tol"), _check_real(tau_max, "tau_max")
     R, p = theta.shape
     lam = torch.full((R,), 1e-3, dtype=torch.float64, device=theta.device)
     done = torch.zeros(R, dtype=torch.bool, device=theta.device)
@@ -170,12 +173,14 @@ def fit_mle(x: torch.Tensor, y: torch.Tensor, expert: PretrainedExpert, theta_in
         if bool(done.all()):
             break
         trial = theta[act] + step
+        finite = torch.isfinite(trial).all(-1)  # a failed solve is rejected, not evaluated
+        trial = torch.where(finite[:, None], trial, theta[act])
         t = unpack(trial)
         inside = ((t["beta"].abs() <= 10).all(-1) & (t["eta"].abs() <= 10).all(-1)
                   & (t["tau"].abs() <= tau_max) & ((t["log_nu"] - math.log(expert.nu0)).abs() <= 8))
         with torch.no_grad():
             new_loss = neg_log_likelihood(trial, xa, ya, expert)
-        accept = (new_loss <= loss) & torch.isfinite(new_loss) & inside & ~now_done
+        accept = (new_loss <= loss) & torch.isfinite(new_loss) & inside & finite & ~now_done
         theta[act] = torch.where(accept[:, None], trial, theta[act])
         lam[act] = torch.where(accept, (lam[act] / 4).clamp_min(1e-12), lam[act] * 4)
     return theta, done

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,7 +109,17 @@ def _check_theta(theta: Any, d: int) -> torch.Tensor:
     if theta.ndim < 1 or theta.shape[-1] != 2 * d + 2:
         raise ValueError(f"theta must have shape (..., 2d+2) = (..., {2 * d + 2}) for d={d}, "
                          f"got {tuple(theta.shape)}")
+    if not bool(torch.isfinite(theta).all()):
+        raise ValueError("theta must be finite (NaN or inf in the parameter vector)")
     return theta
+
+
+def _check_real(value: Any, name: str, low: float = 0.0, strict: bool = True) -> float:
+    """A finite real number > ``low`` (``strict``) or >= ``low``; bools are not numbers here."""
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value)
+            or (value <= low if strict else value < low)):
+        raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {low}, got {value!r}")
+    return float(value)
 
 
 def paper_setting(name: str, n: int, d: int = 8, delta: float | None = None,
@@ -130,10 +141,10 @@ def paper_setting(name: str, n: int, d: int = 8, delta: float | None = None,
         raise ValueError(f"name must be one of {SETTINGS}, got {name!r}")
     if gate not in GATES:
         raise ValueError(f"gate must be one of {GATES}, got {gate!r}")
-    if not (isinstance(delta_scale, (int, float)) and math.isfinite(delta_scale) and delta_scale > 0):
-        raise ValueError(f"delta_scale must be a finite number > 0, got {delta_scale!r}")
+    delta_scale = _check_real(delta_scale, "delta_scale")
     n, d = _check_pos_int(n, "n"), _check_pos_int(d, "d")
-    delta = delta_scale * n ** (-1 / 8) if delta is None else float(delta)
+    # Δ is a relative perturbation: Δ < 0 flips or shrinks η*/ν* towards 0 (ν* = 0 at Δ = −1)
+    delta = delta_scale * n ** (-1 / 8) if delta is None else _check_real(delta, "delta", strict=False)
     e1 = torch.zeros(d, dtype=torch.float64)
     e1[0] = 1.0
     beta = torch.full((d,), 1 / math.sqrt(d) if gate == "paper" else 0.0, dtype=torch.float64)
@@ -157,13 +168,18 @@ def _mixture_log_pdf(y, s, m0, m1, log_nu, expert: PretrainedExpert):
 
 
 def log_density(y: torch.Tensor, x: torch.Tensor, theta: torch.Tensor,
-                expert: PretrainedExpert) -> torch.Tensor:
-    """log p_G(y|x) of eq. (1); ``x`` (…, n, d), ``y`` (…, n), ``θ`` (…, 2d+2) → (…, n)."""
+                expert: PretrainedExpert, *, check_data: bool = True) -> torch.Tensor:
+    """log p_G(y|x) of eq. (1); ``x`` (…, n, d), ``y`` (…, n), ``θ`` (…, 2d+2) → (…, n).
+
+    ``check_data=False`` skips the finiteness check of x and y (a data-dependent branch, which
+    ``torch.func.vmap`` cannot trace when the data are batched)."""
     x, y = _as_f64(x, "x"), _as_f64(y, "y")
     if x.ndim < 2 or x.shape[-1] != expert.d:
         raise ValueError(f"x must have shape (..., n, d={expert.d}), got {tuple(x.shape)}")
     if y.shape != x.shape[:-1]:
         raise ValueError(f"y must have shape {tuple(x.shape[:-1])} (x without d), got {tuple(y.shape)}")
+    if check_data and not (bool(torch.isfinite(x).all()) and bool(torch.isfinite(y).all())):
+        raise ValueError("x and y must be finite (NaN or inf in the data)")
     theta = _check_theta(theta, expert.d)
     g = unpack(theta)
     s = torch.einsum("...nd,...d->...n", x, g["beta"]) + g["tau"][..., None]
@@ -174,7 +190,10 @@ def log_density(y: torch.Tensor, x: torch.Tensor, theta: torch.Tensor,
 def neg_log_likelihood(theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
                        expert: PretrainedExpert) -> torch.Tensor:
     """Average negative log-likelihood −(1/n) Σ log p_G(y_i|x_i), one value per repetition."""
-    return -log_density(y, x, theta, expert).mean(dim=-1)
+    logp = log_density(y, x, theta, expert)
+    if logp.shape[-1] == 0:
+        raise ValueError("x and y must hold at least one sample (n >= 1): the mean of none is NaN")
+    return -logp.mean(dim=-1)
 
 
 def sample(n: int, theta: torch.Tensor, expert: PretrainedExpert,

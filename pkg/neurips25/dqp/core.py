@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import numbers
 import os
 import sys
 import warnings
@@ -65,10 +66,20 @@ def available_solvers() -> list[str]:
 
 
 def active_set(C, d, z, eps: float = 1e-6) -> np.ndarray:
-    """J as a boolean mask: rows with row-normalised residual (C_j z − d_j)/‖C_j‖ ≥ −eps (§4.1)."""
+    """J as a boolean mask: rows with row-normalised residual (C_j z − d_j)/‖C_j‖ ≥ −eps (§4.1).
+
+    A negative ``eps`` selects the rows violated by more than |eps| (the refinement step uses it)."""
+    # a NaN in z, d or eps makes every comparison False: all rows would silently be inactive
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not np.isfinite(eps):
+        raise ValueError(f"eps must be a finite number, got {eps!r}")
     if C is None:
         return np.zeros(0, dtype=bool)
-    r = np.asarray(C @ z).ravel() - np.asarray(d).ravel()
+    z, d = np.asarray(z, dtype=np.float64), np.asarray(d, dtype=np.float64)
+    if not np.all(np.isfinite(z)):
+        raise ValueError("z must be finite (no NaN/inf)")
+    if not np.all(np.isfinite(d)):
+        raise ValueError("d must be finite (no NaN/inf)")
+    r = np.asarray(C @ z).ravel() - d.ravel()
     norms = np.sqrt(np.asarray(C.multiply(C).sum(1)).ravel()) if sp.issparse(C) else np.linalg.norm(C, axis=1)
     return r / np.maximum(norms, 1e-300) >= -eps
 
@@ -328,6 +339,8 @@ def dqp_solve(P, q, A=None, b=None, C=None, d=None, *, solver: str = "clarabel",
     if len(set(batches.values())) > 1:
         raise ValueError(f"batched arguments must share one batch size, got {batches}")
     n = checked["q"].shape[-1]
+    if n < 1:
+        raise ValueError("q must have at least one entry (a QP in zero unknowns)")
 
     def cols(k):
         v = checked[k]

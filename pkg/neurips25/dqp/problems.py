@@ -102,6 +102,12 @@ def project(x: torch.Tensor, kind: str = "simplex", solver: str = "clarabel", **
 
 def sparsemax(x: torch.Tensor) -> torch.Tensor:
     """Closed-form simplex projection (Martins & Astudillo, 2016): z = max(x − τ, 0)."""
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point torch.Tensor, got {type(x).__name__}")
+    if x.ndim < 1 or x.shape[-1] < 1:
+        raise ValueError(f"x must have shape (..., n) with n >= 1, got {tuple(x.shape)}")
+    if not bool(torch.isfinite(x).all()):  # a NaN empties the support: index −1 below
+        raise ValueError("x must be finite (no NaN/inf)")
     xs, _ = torch.sort(x, dim=-1, descending=True)
     k = torch.arange(1, x.shape[-1] + 1, dtype=x.dtype)
     cs = xs.cumsum(-1) - 1
@@ -113,7 +119,14 @@ def sparsemax(x: torch.Tensor) -> torch.Tensor:
 
 def sparsemax_jacobian(z: torch.Tensor) -> torch.Tensor:
     """∂ sparsemax / ∂x = diag(s) − s sᵀ / |S| with s the indicator of the support S of z."""
+    if not isinstance(z, torch.Tensor) or not z.is_floating_point():
+        raise TypeError(f"z must be a floating-point torch.Tensor, got {type(z).__name__}")
     if z.ndim != 1:
         raise ValueError(f"z must be a vector, got shape {tuple(z.shape)}")
+    if not bool(torch.isfinite(z).all()):
+        raise ValueError("z must be finite (no NaN/inf)")
     s = (z > 0).to(z.dtype)
+    if not bool(s.any()):  # a point of the simplex has a positive entry; else 0/0 below
+        raise ValueError(f"z must be a sparsemax output (a point of the simplex, >= 1 positive entry), "
+                         f"got {z.tolist() if z.numel() <= 8 else tuple(z.shape)}")
     return torch.diag(s) - torch.outer(s, s) / s.sum()

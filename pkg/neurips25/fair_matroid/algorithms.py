@@ -9,6 +9,14 @@ import numpy as np
 from .matroids import GraphicMatroid, LaminarMatroid, UniformMatroid, _Matroid
 
 
+def _check_count(v, name: str, low: int = 1) -> int:
+    """An int >= ``low``; bools are rejected (True would silently act as 1)."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+        kind = "a positive int" if low == 1 else f"an int >= {low}"
+        raise ValueError(f"{name} must be {kind}, got {v!r}")
+    return int(v)
+
+
 def _rng(rng) -> np.random.Generator:
     return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
 
@@ -104,6 +112,7 @@ def first_fit_colours(M: _Matroid, order: Sequence[int]) -> np.ndarray:
 
 def alg1_colours(alpha: int, k: int) -> int:
     """m = ceil(alpha (ln k + 1)), Alg. 1's number of colours and its fairness factor."""
+    alpha, k = _check_count(alpha, "alpha"), _check_count(k, "k")  # ln 0 is undefined; alpha = 0 gives m = 0
     return math.ceil(alpha * (math.log(k) + 1))
 
 
@@ -118,7 +127,7 @@ class LaminarFair(_Online):
         super().__init__(M)
         if not isinstance(M, LaminarMatroid):
             raise TypeError(f"M must be a LaminarMatroid, got {type(M).__name__}")
-        if not isinstance(alpha, (int, np.integer)) or alpha < M.alpha:
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, np.integer)) or alpha < M.alpha:
             raise ValueError(f"alpha must be an int >= the arboricity {M.alpha}, got {alpha!r}")
         self.alpha, self.n_colours = int(alpha), 2 * int(alpha) - 1
         self.r = int(_rng(rng).integers(self.n_colours))
@@ -166,8 +175,7 @@ class UniformFair(_Online):
 def alg3_split(m: int, d: int) -> tuple[int, int, float]:
     """Alg. 3's sampling: q = d^(-1/4)/3; the first floor((1-q)/2 m) arrivals form S1, up to
     floor((1-q) m) form S2, the rest R. In random order these are uniform random subsets."""
-    if not isinstance(d, (int, np.integer)) or d < 1:
-        raise ValueError(f"d must be a positive int, got {d!r}")
+    m, d = _check_count(m, "m", low=0), _check_count(d, "d")
     q = d ** -0.25 / 3
     return int(math.floor((1 - q) / 2 * m)), int(math.floor((1 - q) * m)), q
 
@@ -231,8 +239,7 @@ def lemma15_bound(d: int) -> dict[str, float]:
     """Explicit Lemma 15 bound: Pr[accept] >= (1 - 2P) q / (b - d) with q = d^(-1/4)/3,
     x = 2q/(1+q), delta = d^(-1/8), b = ceil(d / (1 - x(1+delta))), P = exp(-x b delta^2 / 3).
     Returns the pieces and f = 1/bound (inf when the bound is vacuous)."""
-    if not isinstance(d, (int, np.integer)) or d < 1:
-        raise ValueError(f"d must be a positive int, got {d!r}")
+    d = _check_count(d, "d")
     q = d ** -0.25 / 3
     x, delta = 2 * q / (1 + q), d ** -0.125
     if x * (1 + delta) >= 1:

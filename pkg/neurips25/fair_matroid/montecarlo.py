@@ -30,6 +30,22 @@ class FairnessEstimate:
     all_independent: bool = True
     level: float = 0.05
 
+    def __post_init__(self):
+        # empty counts or n_trials = 0 divide by zero; counts outside [0, n_trials] or a level outside
+        # (0, 1) would give meaningless Clopper-Pearson bounds
+        n = self.n_trials
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"n_trials must be a positive int, got {self.n_trials!r}")
+        c = np.asarray(self.counts)
+        if c.ndim != 1 or c.size == 0 or not np.issubdtype(c.dtype, np.integer):
+            raise ValueError(f"counts must be a non-empty 1-D integer array, got shape {c.shape}, "
+                             f"dtype {c.dtype}")
+        if c.min() < 0 or c.max() > n:
+            raise ValueError(f"counts must lie in [0, n_trials = {n}], got range [{c.min()}, {c.max()}]")
+        if isinstance(self.level, bool) or not isinstance(self.level, (int, float)) or not 0 < self.level < 1:
+            raise ValueError(f"level must be a number in (0, 1), got {self.level!r}")
+        self.counts = c
+
     @property
     def p(self) -> np.ndarray:
         return self.counts / self.n_trials
@@ -66,7 +82,7 @@ def acceptance_mc(make_alg: Callable[[np.random.Generator], _Online], M: _Matroi
                   order: str | Sequence[int] = "random", seed: int = 0, level: float = 0.05) -> FairnessEstimate:
     """Run ``make_alg(rng)`` on ``M`` ``n_trials`` times; ``order`` is "random" (fresh uniform order per
     trial) or a fixed permutation (an oblivious adversary). Checks every output for independence."""
-    if not isinstance(n_trials, (int, np.integer)) or n_trials < 1:
+    if isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer)) or n_trials < 1:
         raise ValueError(f"n_trials must be a positive int, got {n_trials!r}")
     n_trials = cap(n_trials, SMOKE_TRIALS)
     if isinstance(order, str):
@@ -141,8 +157,10 @@ def alg3_acceptance_mc(M: GraphicMatroid, d: int, n_trials: int, seed: int = 0, 
     output for independence (a forest), as ``acceptance_mc`` does."""
     if not isinstance(M, GraphicMatroid):
         raise TypeError(f"M must be a GraphicMatroid, got {type(M).__name__}")
-    if not isinstance(n_trials, (int, np.integer)) or n_trials < 1:
+    if isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer)) or n_trials < 1:
         raise ValueError(f"n_trials must be a positive int, got {n_trials!r}")
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise ValueError(f"batch must be a positive int, got {batch!r}")  # 0 would never finish
     n_trials = cap(n_trials, SMOKE_TRIALS)
     rng, counts, done, ok = np.random.default_rng(seed), np.zeros(M.n, dtype=np.int64), 0, True
     while done < n_trials:
@@ -159,7 +177,7 @@ def hill_climb(score: Callable[[np.ndarray], float], n: int, iters: int, seed: i
                init: Sequence[int] | None = None) -> tuple[np.ndarray, list[float]]:
     """A simple adversary: swap two random positions of the order, keep the swap if ``score`` does not
     decrease. Returns the best order and the score history."""
-    if not isinstance(iters, (int, np.integer)) or iters < 0:
+    if isinstance(iters, bool) or not isinstance(iters, (int, np.integer)) or iters < 0:
         raise ValueError(f"iters must be a non-negative int, got {iters!r}")
     iters = cap(iters)
     rng = np.random.default_rng(seed)

@@ -84,6 +84,8 @@ def make_world(n_people: int = 200, *, train_frac: float = 0.7, seed: int = 0) -
         raise ValueError(f"n_people must be an int in [4, {len(names)}], got {n_people!r}")
     if not 0.0 < train_frac < 1.0:
         raise ValueError(f"train_frac must be in (0, 1), got {train_frac!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     rng = random.Random(seed)
     people = rng.sample(names, n_people)
     country_of = {c: k for k, (_, cities) in COUNTRIES.items() for c in cities}

@@ -1,9 +1,12 @@
 """Local step verifiers (oracle and learned), Algorithm 1 (filtering), runtime verification, metrics."""
 from __future__ import annotations
 
+import numbers
 import random
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Sequence
+
+import numpy as np
 
 from .graph import (
     CORRUPTIONS,
@@ -351,6 +354,10 @@ def acc_at_passed(predictions: Sequence[str | None], answers: Sequence[str], pas
     abstaining system can make it high by passing little, hence coverage beside it (``nan`` if none pass)."""
     if not (len(predictions) == len(answers) == len(passed)) or not answers:
         raise ValueError("predictions, answers and passed must be non-empty and of equal length")
+    bad = [x for x in passed if not (isinstance(x, (bool, np.bool_))
+                                     or (isinstance(x, numbers.Integral) and x in (0, 1)))]
+    if bad:  # a count or a label here would be read as truthy and counted as passed
+        raise ValueError(f"passed must hold one bool (or 0/1) per example, got {bad[0]!r}")
     n = sum(bool(x) for x in passed)
     if n == 0:
         return float("nan"), 0.0

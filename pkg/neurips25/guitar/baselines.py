@@ -142,6 +142,8 @@ def apmc(views, masks, n_clusters: int, seed: int = 0, n_neighbors: int = 5,
 def _apmc_embedding(views, masks, n_clusters: int, seed: int = 0, n_neighbors: int = 5,
                     anchor_fraction: float = 1.0) -> np.ndarray:
     """APMC's normalised anchor graph ``Z Lambda^{-1/2}`` (see ``apmc``), the input of its spectral step."""
+    if not isinstance(n_neighbors, (int, np.integer)) or isinstance(n_neighbors, bool) or n_neighbors < 1:
+        raise ValueError(f"n_neighbors must be a positive int, got {n_neighbors!r}")
     Xs = normalise_views(views, masks)
     masks = np.asarray(masks)
     n_obs = masks.sum(1)

@@ -274,6 +274,9 @@ def _check_labels(y_true, y_pred) -> tuple[np.ndarray, np.ndarray]:
     if y_true.ndim != 1 or y_true.shape != y_pred.shape or len(y_true) == 0:
         raise ValueError(f"y_true and y_pred must be non-empty 1-D arrays of equal length, "
                          f"got {y_true.shape} and {y_pred.shape}")
+    for name, y in (("y_true", y_true), ("y_pred", y_pred)):
+        if y.dtype.kind in "fc" and not np.isfinite(y).all():  # a NaN label would count as a class
+            raise ValueError(f"{name} must not contain NaN or inf labels")
     return y_true, y_pred
 
 

@@ -130,8 +130,15 @@ class GUITAR:
             raise ValueError(f"rank must be one of {RANK_SURROGATES}, got {self.rank!r}")
         if self.noise not in ("grn", "l2"):
             raise ValueError(f"noise must be 'grn' or 'l2', got {self.noise!r}")
-        if not isinstance(self.max_iter, int) or self.max_iter < 1:
+        if not isinstance(self.max_iter, int) or isinstance(self.max_iter, bool) or self.max_iter < 1:
             raise ValueError(f"max_iter must be a positive int, got {self.max_iter!r}")
+        # Theorem 1 needs mu_k, rho_k growing geometrically: with eta <= 1 the penalties stay put or shrink
+        if not 1 < self.eta < np.inf:
+            raise ValueError(f"eta must be a finite number > 1 (the penalties' growth factor), "
+                             f"got {self.eta!r}")
+        for name in ("mu", "rho", "tol"):
+            if not 0 < getattr(self, name) < np.inf:
+                raise ValueError(f"{name} must be positive and finite, got {getattr(self, name)!r}")
         if self.noise == "grn" and self.lam1 <= 0:
             raise ValueError("lam1 must be > 0 with noise='grn'")
 

@@ -18,6 +18,14 @@ def _check_int(v, name: str, lo: int = 1) -> int:
     return int(v)
 
 
+def _check_n_samples(n, where: str) -> int:
+    """A client's sample count ``D_i``, the aggregation weight: a positive int (0 or a negative count
+    would divide by zero or flip signs in the weighted mean)."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"{where} must be a positive int, got {n!r}")
+    return int(n)
+
+
 # --- data and capacities -----------------------------------------------------------------------------
 
 def dirichlet_split(labels, n_clients: int, alpha: float, seed: int = 0, min_size: int = 8) -> list[np.ndarray]:
@@ -29,7 +37,8 @@ def dirichlet_split(labels, n_clients: int, alpha: float, seed: int = 0, min_siz
     if y.ndim != 1 or len(y) == 0:
         raise ValueError(f"labels must be a non-empty 1-D array, got shape {y.shape}")
     n_clients = _check_int(n_clients, "n_clients")
-    if not (isinstance(alpha, (int, float)) and math.isfinite(alpha) and alpha > 0):
+    if isinstance(alpha, bool) or not (isinstance(alpha, (int, float)) and math.isfinite(alpha)
+                                       and alpha > 0):
         raise ValueError(f"alpha must be a positive float, got {alpha!r}")
     min_size = _check_int(min_size, "min_size", 0)
     if n_clients * min_size > len(y):
@@ -157,16 +166,15 @@ def layerwise_aggregate(global_state: Mapping[str, torch.Tensor],
     sums: dict[str, torch.Tensor] = {}
     weights: dict[str, int] = {}
     for j, (update, n) in enumerate(results):
-        if not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"results[{j}] n_samples must be a positive int, got {n!r}")
+        n = _check_n_samples(n, f"results[{j}] n_samples")
         for key, value in update.items():
             if key not in global_state:
                 raise ValueError(f"results[{j}] returns {key!r}, which is not in the global state")
             if value.shape != global_state[key].shape:
                 raise ValueError(f"results[{j}][{key!r}] has shape {tuple(value.shape)}, expected "
                                  f"{tuple(global_state[key].shape)}")
-            sums[key] = sums.get(key, 0) + int(n) * value.detach()
-            weights[key] = weights.get(key, 0) + int(n)
+            sums[key] = sums.get(key, 0) + n * value.detach()
+            weights[key] = weights.get(key, 0) + n
     for key, s in sums.items():
         out[key] = (s / weights[key]).to(global_state[key].dtype)
     return out
@@ -177,12 +185,13 @@ def fedavg(states: Sequence[Mapping[str, torch.Tensor]], n_samples: Sequence[int
     layer-wise rule must reduce to when every client trains every layer)."""
     if len(states) == 0 or len(states) != len(n_samples):
         raise ValueError("states and n_samples must be non-empty and of equal length")
+    n_samples = [_check_n_samples(n, f"n_samples[{i}]") for i, n in enumerate(n_samples)]
     keys = states[0].keys()
-    total = sum(int(n) for n in n_samples)
+    total = sum(n_samples)
     out = {}
     for k in keys:
         s = 0
         for st, n in zip(states, n_samples):
-            s = s + int(n) * st[k].detach()
+            s = s + n * st[k].detach()
         out[k] = (s / total).to(states[0][k].dtype)
     return out

@@ -101,9 +101,9 @@ def run_blocks(blocks, x: torch.Tensor, n_patches: int):
 
 def n_compressed(n_layers: int, r: float) -> int:
     """``ceil(n * r)`` layers stand in for ``n`` unselected ones (r = 1: no compression)."""
-    if not (isinstance(r, (int, float)) and 0 < r <= 1):
+    if isinstance(r, bool) or not (isinstance(r, (int, float)) and 0 < r <= 1):
         raise ValueError(f"r must be in (0, 1], got {r!r}")
-    if not isinstance(n_layers, int) or n_layers < 0:
+    if not isinstance(n_layers, int) or isinstance(n_layers, bool) or n_layers < 0:
         raise ValueError(f"n_layers must be a non-negative int, got {n_layers!r}")
     return math.ceil(n_layers * r - 1e-9)
 
@@ -248,6 +248,10 @@ def round_time(flops_per_step, speeds, K: int) -> float:
     f, s = np.asarray(flops_per_step, float), np.asarray(speeds, float)
     if f.shape != s.shape or f.ndim != 1 or len(f) == 0:
         raise ValueError("flops_per_step and speeds must be 1-D of equal, non-zero length")
-    if (s <= 0).any():
-        raise ValueError("speeds must be positive")
+    if not (np.isfinite(s).all() and (s > 0).all()):
+        raise ValueError(f"speeds must be finite and positive, got {s.tolist()}")
+    if not (np.isfinite(f).all() and (f >= 0).all()):
+        raise ValueError(f"flops_per_step must be finite and non-negative, got {f.tolist()}")
+    if not isinstance(K, (int, np.integer)) or isinstance(K, bool) or K < 1:
+        raise ValueError(f"K must be a positive int (local steps), got {K!r}")
     return float((K * f / s).max())

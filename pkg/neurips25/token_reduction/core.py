@@ -60,8 +60,9 @@ class ReductionPlan:
     """Which reducer runs after the attention of which blocks. ``keep_ratio`` is the fraction of the
     non-CLS tokens (DC and fused tokens included) kept at each reduction layer, so all methods run on
     equal token budgets. ``score``: ``"signed"`` sums ``A^HP`` as the paper's formula is written (the
-    default); ``"abs"`` sums ``|A^HP|``, which scores a token every query ignores as high as a strongly
-    attended one (an ablation). ``proportional``: add ``log(size)`` to the attention logits (ToMe's default).
+    default); ``"abs"`` sums ``|A^HP|``, which gives a token every query ignores 1 per head, as much as
+    one every query attends at twice the uniform rate ``2/n``, so blank patches score positive (an
+    ablation). ``proportional``: add ``log(size)`` to the attention logits (ToMe's default).
     ``reweight``: apply the learnable per-head ``omega1, omega2`` of Eq. (attention re-weighting).
     ``dc``: for ``ours``/``keep_lf``, aggregate the tokens not kept into DC tokens (default); ``False``
     drops them and spends the whole budget on kept tokens (the paper's "HF only" / "LF only" ablations)."""

@@ -25,6 +25,13 @@ def _check_covs(covs) -> list[np.ndarray]:
     return covs
 
 
+def _check_means(means) -> list[np.ndarray]:
+    means = [np.asarray(m, dtype=float) for m in means]
+    if any(not np.all(np.isfinite(m)) for m in means):
+        raise ValueError("means must be finite (NaN or inf in a leaf mean)")
+    return means
+
+
 def gaussian_fixed_point_barycenter(covs, weights, n_iter: int = 200, tol: float = 1e-12) -> np.ndarray:
     """Unregularised W2 barycentre covariance: S ← S^{-½}(Σλ_i(S^{½}Σ_iS^{½})^{½})² S^{-½}."""
     covs = _check_covs(covs)
@@ -54,7 +61,7 @@ def gaussian_tree_sb(tree: Tree, means, covs, n_iter: int = 20000, tol: float = 
     Returns (mean, cov) of all |V| vertices, stacked as (|V|·d,) and (|V|·d, |V|·d).
     """
     covs = _check_covs(covs)
-    means = [np.asarray(m, dtype=float) for m in means]
+    means = _check_means(means)
     K, d = len(tree.observed), covs[0].shape[0]
     if len(covs) != K or len(means) != K or any(m.shape != (d,) for m in means):
         raise ValueError(f"means and covs must give one ({d},) mean and ({d},{d}) cov per observed vertex ({K})")
@@ -102,6 +109,19 @@ def grid_multimarginal_sinkhorn(grid: np.ndarray, marginals: Sequence[np.ndarray
     K, lam = len(marginals), np.asarray(weights, dtype=float)
     if lam.shape != (K,) or K < 2 or K > 4:
         raise ValueError(f"weights must match 2..4 marginals, got {K} marginals and weights {list(weights)}")
+    grid = np.asarray(grid, dtype=float)
+    if grid.ndim != 1 or len(grid) < 1 or not np.all(np.isfinite(grid)):
+        raise ValueError(f"grid must be a non-empty finite 1-D array, got shape {grid.shape}")
+    if not np.all(np.isfinite(lam)) or np.any(lam <= 0):
+        raise ValueError(f"weights must be positive and finite, got {list(weights)}")
+    if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or not np.isfinite(sigma) or sigma <= 0:
+        raise ValueError(f"sigma must be a positive finite float, got {sigma!r}")
+    for m in marginals:
+        m = np.asarray(m, dtype=float)
+        # densities on the grid: a negative or NaN entry would make the scalings meaningless
+        if m.shape != grid.shape or not np.all(np.isfinite(m)) or np.any(m < 0) or m.sum() <= 0:
+            raise ValueError(f"marginals must be non-negative finite densities on the grid "
+                             f"(shape {grid.shape}) with positive mass, got shape {m.shape}")
     logc = np.zeros((len(grid),) * K)
     for i in range(K):
         for j in range(i + 1, K):
@@ -160,11 +180,11 @@ def gaussian_tree_ipf(tree: Tree, means, covs, n_iter: int) -> list[tuple[np.nda
     the ``n_iter``·K half-bridges, the (mean, cov) of Y_U stacked as (|U|·d,), (|U|·d, |U|·d).
     """
     covs = _check_covs(covs)
-    means = [np.asarray(m, dtype=float) for m in means]
+    means = _check_means(means)
     K, d = len(tree.observed), covs[0].shape[0]
     if len(covs) != K or len(means) != K or any(m.shape != (d,) for m in means):
         raise ValueError(f"means and covs must give one ({d},) mean and ({d},{d}) cov per observed vertex ({K})")
-    if not isinstance(n_iter, int) or n_iter < 1:
+    if isinstance(n_iter, bool) or not isinstance(n_iter, int) or n_iter < 1:
         raise ValueError(f"n_iter must be a positive int, got {n_iter!r}")
     # Q given Y_{s0}: the other vertices are y_{s0} plus Gaussian noise of covariance L_rr⁻¹ (per coordinate).
     s0, L = tree.observed[0], tree.laplacian()

@@ -49,8 +49,9 @@ class Tree:
             raise ValueError(f"observed must be distinct known vertices, got {list(self.observed)}")
         self.observed = obs
         self.unobserved = [i for i in range(n) if i not in obs]
-        if not (isinstance(self.sigma, (int, float)) and self.sigma > 0):
-            raise ValueError(f"sigma must be a positive float, got {self.sigma!r}")
+        if (isinstance(self.sigma, bool) or not isinstance(self.sigma, (int, float))
+                or not np.isfinite(self.sigma) or self.sigma <= 0):
+            raise ValueError(f"sigma must be a positive finite float, got {self.sigma!r}")
         self.sigma = float(self.sigma)
 
     def _neighbours(self, u: int) -> list[tuple[int, int]]:
@@ -131,7 +132,9 @@ class Tree:
 def star_tree(weights: Sequence[float], sigma: float) -> Tree:
     """Barycentre tree: root 0 (unobserved), leaves 1..K with T_i = 1/λ_i (weights sum to 1)."""
     lam = np.asarray(weights, dtype=float)
-    if lam.ndim != 1 or len(lam) < 2 or np.any(lam <= 0) or abs(lam.sum() - 1) > 1e-8:
+    # NaN passes both comparisons below, so check finiteness first (else Tree blames ``lengths``)
+    if (lam.ndim != 1 or len(lam) < 2 or not np.all(np.isfinite(lam)) or np.any(lam <= 0)
+            or abs(lam.sum() - 1) > 1e-8):
         raise ValueError(f"weights must be >= 2 positive numbers summing to 1, got {list(weights)}")
     K = len(lam)
     return Tree(K + 1, [(0, i) for i in range(1, K + 1)], list(1 / lam), list(range(1, K + 1)), sigma)
@@ -143,6 +146,11 @@ def brownian_bridge(x0: torch.Tensor, x1: torch.Tensor, t: torch.Tensor, sigma_e
         raise ValueError(f"x0 and x1 must have the same shape, got {tuple(x0.shape)} and {tuple(x1.shape)}")
     t = torch.as_tensor(t, dtype=x0.dtype, device=x0.device).reshape(-1, 1)
     sigma_e = torch.as_tensor(sigma_e, dtype=x0.dtype, device=x0.device).reshape(-1, 1)
+    # outside [0, 1] the variance t(1 − t) is negative and the square root NaN
+    if not bool(((t >= 0) & (t <= 1)).all()):
+        raise ValueError("t must lie in [0, 1] (unit-time bridge)")
+    if not bool((torch.isfinite(sigma_e) & (sigma_e >= 0)).all()):
+        raise ValueError("sigma_e must be finite and non-negative")
     z = torch.randn(x0.shape, generator=generator, dtype=x0.dtype,
                     device=x0.device if generator is None else generator.device).to(x0.device)
     return (1 - t) * x0 + t * x1 + sigma_e * torch.sqrt(t * (1 - t)) * z

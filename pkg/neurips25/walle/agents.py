@@ -175,7 +175,8 @@ class Agent:
     def __post_init__(self):
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
-        if self.limit is not None and (not isinstance(self.limit, int) or self.limit < 0):
+        if self.limit is not None and (isinstance(self.limit, bool) or not isinstance(self.limit, int)
+                                       or self.limit < 0):
             raise ValueError(f"limit must be None or a non-negative int, got {self.limit!r}")
         if self.prior is not None and not isinstance(self.prior, HypothesisPrior):
             raise TypeError(f"prior must be a HypothesisPrior or None, got {type(self.prior).__name__}")
@@ -356,7 +357,7 @@ def run_world(world: World, method: str, n_iters: int = 5, limit: int | None = 5
     """Alg. 2 in one world: ``n_iters`` episodes (fresh maps, same recipes), memory kept between them.
     ``learn_every="episode"`` re-learns after each episode (Alg. 2); ``"step"`` after every misprediction.
     ``end_at_goal``: end each episode at the diamond instead of running the whole budget (Mars does not)."""
-    if not isinstance(n_iters, int) or n_iters < 1:
+    if isinstance(n_iters, bool) or not isinstance(n_iters, int) or n_iters < 1:
         raise ValueError(f"n_iters must be a positive int, got {n_iters!r}")
     agent = Agent(method, limit, seed, prior, learn_every)
     stats = [run_episode(agent, MiniMars(world, episode=e, max_steps=max_steps, end_at_goal=end_at_goal))
@@ -388,6 +389,8 @@ def fit_hypothesis_prior(world_seeds, n_iters: int = 4, n_modifications: int = 3
 def prediction_accuracy(model: WorldModel, world: World, n: int = 400, seed: int = 0,
                         only_modified: bool = False) -> float:
     """Accuracy of the predicted success flag on random held-out (state, action) pairs of ``world``."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int (number of sampled pairs), got {n!r}")
     rng = random.Random(seed)
     actions = world.modified_actions if only_modified else list(CRAFT_ACTIONS)
     if not actions:
@@ -406,6 +409,14 @@ def evaluate(world_seeds, methods=("walle", "react", "reflexion", "skill"), n_it
              prior: HypothesisPrior | None = None, learn_every: str = "episode", end_at_goal: bool = False) -> dict:
     """Success and reward per (method, world, iteration); world-model accuracy on the modified actions
     after the last iteration; the final number of rules and how often a kept rule misfires on a success."""
+    world_seeds = list(world_seeds)
+    if not world_seeds:
+        raise ValueError("world_seeds must name at least one world, got none")
+    if isinstance(methods, str):  # a bare name would be iterated letter by letter
+        raise ValueError(f"methods must be a list of names, got the str {methods!r}")
+    methods = list(methods)
+    if not methods or any(m not in METHODS for m in methods):
+        raise ValueError(f"methods must be a non-empty list of names from {METHODS}, got {methods!r}")
     out = {}
     for m in methods:
         succ, rew, acc, n_rules, misfires = [], [], [], [], 0

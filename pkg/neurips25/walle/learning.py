@@ -356,7 +356,7 @@ def prune_rules(coverage: dict, limit: int | None, model: WorldModel,
     learned ``prior`` finds more plausible (none: all equal), then to the cheaper one to test; a rule
     whose requirement would close a cycle with the rules already chosen is skipped (the tech tree of a
     solvable world is acyclic)."""
-    if limit is not None and (not isinstance(limit, int) or limit < 0):
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError(f"limit must be None or a non-negative int, got {limit!r}")
     coverage = dict(coverage)
     chosen, covered, extra = [], set(), {}

@@ -153,10 +153,11 @@ def _modify(rng: random.Random, recipes: dict[str, Recipe], kind: str, taken: se
 def sample_world(seed: int, n_modifications: int | None = 3) -> World:
     """A random modified world: ``n_modifications`` recipe changes (0 = the default world), all of
     them on the way to the goal or beside it, and the goal still obtainable."""
-    if not isinstance(seed, int):
+    if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-    if n_modifications is None or not 0 <= n_modifications <= 5:
-        raise ValueError(f"n_modifications must be in 0..5, got {n_modifications!r}")
+    if (isinstance(n_modifications, bool) or not isinstance(n_modifications, int)
+            or not 0 <= n_modifications <= 5):
+        raise ValueError(f"n_modifications must be an int in 0..5, got {n_modifications!r}")
     rng = random.Random(seed)
     for _ in range(1000):
         recipes, taken, mods = dict(DEFAULT_RECIPES), set(), []
