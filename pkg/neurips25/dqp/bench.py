@@ -30,7 +30,7 @@ METHODS = ("dqp", "qpth", "qplayer", "cvxpylayers", "full_kkt")
 
 # The stored sweep, by scale. ``small`` is exactly what produced notebooks/results/dqp.json
 # (``python -m neurips25.dqp`` reproduces it). ``full`` follows the paper's §5.2 further: it times
-# OptNet and QPLayer up to n = 10⁴ (chain: 571,710 and 471,650 ms there, dQP 225 ms) and dQP to n = 10⁵;
+# OptNet and QPLayer up to n = 10⁴ (chain: 571,710 and 471,650 ms there, dQP 224.89 ms) and dQP to n = 10⁵;
 # we lift the dense baselines' caps to 10⁴ and take the best of 5 repeats.
 _NS = [100, 200, 500, 1000, 2000, 3000, 5000, 10000, 20000, 50000, 100000]
 SWEEP = {
