@@ -18,14 +18,6 @@ def _check_int(v, name: str, lo: int = 1) -> int:
     return int(v)
 
 
-def _check_n_samples(n, where: str) -> int:
-    """A client's sample count ``D_i``, the aggregation weight: a positive int (0 or a negative count
-    would divide by zero or flip signs in the weighted mean)."""
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"{where} must be a positive int, got {n!r}")
-    return int(n)
-
-
 # --- data and capacities -----------------------------------------------------------------------------
 
 def dirichlet_split(labels, n_clients: int, alpha: float, seed: int = 0, min_size: int = 8) -> list[np.ndarray]:
@@ -166,7 +158,7 @@ def layerwise_aggregate(global_state: Mapping[str, torch.Tensor],
     sums: dict[str, torch.Tensor] = {}
     weights: dict[str, int] = {}
     for j, (update, n) in enumerate(results):
-        n = _check_n_samples(n, f"results[{j}] n_samples")
+        n = _check_int(n, f"results[{j}] n_samples")  # the weight D_i: 0 or < 0 would break the mean
         for key, value in update.items():
             if key not in global_state:
                 raise ValueError(f"results[{j}] returns {key!r}, which is not in the global state")
@@ -185,7 +177,7 @@ def fedavg(states: Sequence[Mapping[str, torch.Tensor]], n_samples: Sequence[int
     layer-wise rule must reduce to when every client trains every layer)."""
     if len(states) == 0 or len(states) != len(n_samples):
         raise ValueError("states and n_samples must be non-empty and of equal length")
-    n_samples = [_check_n_samples(n, f"n_samples[{i}]") for i, n in enumerate(n_samples)]
+    n_samples = [_check_int(n, f"n_samples[{i}]") for i, n in enumerate(n_samples)]
     keys = states[0].keys()
     total = sum(n_samples)
     out = {}
