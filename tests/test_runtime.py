@@ -1,4 +1,5 @@
 import os
+import re
 
 import numpy as np
 import pytest
@@ -119,3 +120,29 @@ def test_smoke_caps_loop_counts(monkeypatch):
         cap(-1)
     with pytest.raises(ValueError, match="smoke_value must be a positive int"):
         cap(3, smoke_value=0)
+
+
+def test_check_int_accepts_ints_and_numpy_ints():
+    from neurips25.runtime import check_int
+
+    assert check_int(3, "n") == 3 and check_int(0, "n", low=0) == 0 and check_int(7, "n", low=7) == 7
+    out = check_int(np.int64(4), "n")
+    assert out == 4 and type(out) is int  # NumPy ints come back as Python ints
+
+
+@pytest.mark.parametrize("value, low, message", [
+    (0, 1, "n must be a positive int, got 0"),
+    (-1, 0, "n must be a non-negative int, got -1"),
+    (1, 2, "n must be an int >= 2, got 1"),
+    (np.int64(2), 3, "n must be an int >= 3, got "),
+    (True, 1, "n must be a positive int, got True"),  # a bool would silently count as 1
+    (False, 0, "n must be a non-negative int, got False"),
+    (2.0, 1, "n must be a positive int, got 2.0"),
+    ("3", 1, "n must be a positive int, got '3'"),
+    (None, 1, "n must be a positive int, got None"),
+])
+def test_check_int_rejects_with_a_message_naming_the_argument(value, low, message):
+    from neurips25.runtime import check_int
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        check_int(value, "n", low)

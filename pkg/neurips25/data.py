@@ -10,6 +10,8 @@ from typing import Callable
 import numpy as np
 import torch
 
+from .runtime import check_int
+
 __all__ = [
     "TOY_2D",
     "load_digits_tensors",
@@ -19,12 +21,6 @@ __all__ = [
     "sample_gaussian",
     "random_spd",
 ]
-
-
-def _check_n(n: int, name: str = "n") -> int:
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"{name} must be a positive int, got {n!r}")
-    return int(n)
 
 
 def load_digits_tensors(normalize: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
@@ -79,8 +75,7 @@ class DigitsDataModule(_datamodule_base()):
     def __init__(self, batch_size: int = 128, val_fraction: float = 0.2, test_fraction: float = 0.2,
                  seed: int = 0, normalize: bool = True):
         super().__init__()
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        batch_size = check_int(batch_size, "batch_size")
         self.save_hyperparameters()
         self.splits: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
 
@@ -163,14 +158,14 @@ def toy_2d(name: str, n: int, seed: int = 0, dtype: torch.dtype = torch.float32)
     """``n`` samples ``(n, 2)`` from a named toy distribution (see ``TOY_2D``), roughly in [-3, 3]²."""
     if name not in TOY_2D:
         raise ValueError(f"name must be one of {sorted(TOY_2D)}, got {name!r}")
-    n = _check_n(n)
+    n = check_int(n, "n")
     rng = np.random.default_rng(seed)
     return torch.as_tensor(TOY_2D[name](n, rng), dtype=dtype)
 
 
 def sample_gaussian(mean, cov, n: int, seed: int = 0, dtype: torch.dtype = torch.float64) -> torch.Tensor:
     """``n`` samples of N(mean, cov) as a ``(n, d)`` tensor (Cholesky of ``cov``, which must be SPD)."""
-    n = _check_n(n)
+    n = check_int(n, "n")
     mean = torch.as_tensor(mean, dtype=dtype)
     cov = torch.as_tensor(cov, dtype=dtype)
     if mean.ndim != 1:
@@ -191,7 +186,7 @@ def sample_gaussian(mean, cov, n: int, seed: int = 0, dtype: torch.dtype = torch
 def random_spd(d: int, seed: int = 0, eig_range: tuple[float, float] = (0.5, 2.0),
                dtype: torch.dtype = torch.float64) -> torch.Tensor:
     """A random ``d x d`` SPD matrix with eigenvalues spread uniformly in ``eig_range``."""
-    d = _check_n(d, "d")
+    d = check_int(d, "d")
     lo, hi = eig_range
     if not 0 < lo <= hi:
         raise ValueError(f"eig_range must satisfy 0 < lo <= hi, got {eig_range}")

@@ -12,6 +12,8 @@ import numbers
 import textwrap
 from typing import Any, Iterable, Sequence
 
+from .runtime import check_int
+
 __all__ = ["show_source", "ResultsTable", "ClaimsTable", "status_badge", "paper_vs_ours", "fmt"]
 
 
@@ -72,8 +74,7 @@ class ResultsTable:
         columns = list(columns)
         if not columns or not all(isinstance(c, str) for c in columns):
             raise ValueError("columns must be a non-empty sequence of strings")
-        if not isinstance(digits, int) or digits < 1:
-            raise ValueError(f"digits must be a positive int, got {digits!r}")
+        digits = check_int(digits, "digits")
         self.columns, self.digits, self.title = columns, digits, title
         self.rows: list[list[Any]] = []
         for r in rows:

@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call
 
-from neurips25.runtime import cap
+from neurips25.runtime import cap, check_int
 
 __all__ = ["LETTERS", "DIGITS", "MARKERS", "majority_pairs", "task_tokenizer", "encode_pairs", "pretrain",
            "ExactPLoRA", "select_entries", "finetune", "accuracy", "run_budget", "sweep", "frontier",
@@ -402,8 +402,7 @@ def aic_null_test(p, acc, acc0: float, *, n_sim: int = 100, restarts: int = 2, s
     ``p_margin`` (per rival, the share in which it beats the family by at least its observed AIC margin:
     a p-value for that margin under the logistic), over the ``n_sim`` sets that every law could be
     fitted to (a set where one fails from every start is dropped)."""
-    if isinstance(n_sim, bool) or not isinstance(n_sim, int) or n_sim < 1:
-        raise ValueError(f"n_sim must be a positive int, got {n_sim!r}")
+    n_sim = check_int(n_sim, "n_sim")
     if sigma is not None and not sigma > 0:
         raise ValueError(f"sigma must be positive (or None: the fit's residual sd), got {sigma!r}")
     p, acc = np.asarray(p, dtype=float), np.asarray(acc, dtype=float)
@@ -629,8 +628,7 @@ def run_all(*, models=(0, 1, 2), pretrain_steps: int = 300, steps: int = 40, mdl
     """
     if (tok is None) != (base_models is None):
         raise ValueError("give both tok and base_models (a real checkpoint), or neither (the toy models)")
-    if not isinstance(seeds_per_budget, int) or seeds_per_budget < 1:
-        raise ValueError(f"seeds_per_budget must be a positive int, got {seeds_per_budget!r}")
+    seeds_per_budget = check_int(seeds_per_budget, "seeds_per_budget")
     own = tok is None
     tok = task_tokenizer() if own else tok
     data = make_data(tok)
@@ -672,8 +670,7 @@ def extend_lr_edges(model, records: list[dict], data: dict, *, steps: int = 40, 
     optimum of a grid that stops at its best rate may lie beyond it. Returns ``records`` plus the new runs."""
     if not factor > 1:
         raise ValueError(f"factor must be > 1, got {factor!r}")
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0:
-        raise ValueError(f"max_steps must be a non-negative int, got {max_steps!r}")
+    max_steps = check_int(max_steps, "max_steps", 0)
     out = list(records)
     for p in dict.fromkeys(r["p"] for r in records):
         seeds = list(dict.fromkeys(r["seed"] for r in records if r["p"] == p))
@@ -740,8 +737,7 @@ def _check_subset_args(budgets, **sizes) -> list:
     if not budgets or any(b != "all" and (isinstance(b, bool) or not isinstance(b, int) or b < 1) for b in budgets):
         raise ValueError(f"budgets must be a non-empty list of positive ints or 'all', got {budgets!r}")
     for name, v in sizes.items():
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+        check_int(v, name)
     return budgets
 
 

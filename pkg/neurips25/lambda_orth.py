@@ -26,7 +26,7 @@ import torch.nn.functional as nnf
 from torch import nn
 
 from .nn import MLP
-from .runtime import lightning_module
+from .runtime import check_int, lightning_module
 
 __all__ = [
     "orthogonality_defect",
@@ -207,8 +207,7 @@ class EmbeddingClassifier(lightning_module()):
     def __init__(self, in_dim: int = 64, hidden: Sequence[int] = (64,), emb_dim: int = 32,
                  n_classes: int = 10, lr: float = 3e-3, weight_decay: float = 1e-4):
         super().__init__()
-        if not isinstance(n_classes, int) or n_classes < 2:
-            raise ValueError(f"n_classes must be an int >= 2, got {n_classes!r}")
+        n_classes = check_int(n_classes, "n_classes", 2)
         self.save_hyperparameters()
         self.backbone = MLP(in_dim, list(hidden), emb_dim, activation="relu")
         self.head = nn.Linear(emb_dim, n_classes)
@@ -312,8 +311,7 @@ class CompatibleAdapters(lightning_module()):
         super().__init__()
         if backward not in BACKWARD_KINDS:
             raise ValueError(f"backward must be one of {BACKWARD_KINDS}, got {backward!r}")
-        if not isinstance(dim, int) or dim < 1:
-            raise ValueError(f"dim must be a positive int, got {dim!r}")
+        dim = check_int(dim, "dim")
         lam = float(lam)
         if math.isnan(lam) or lam < 0:
             raise ValueError(f"lam must be >= 0 (or inf), got {lam}")
@@ -389,8 +387,7 @@ class DownstreamAdapter(lightning_module()):
 
     def __init__(self, dim: int, lam: float = 1.0, alpha: float = 10.0, tau: float = 0.1, lr: float = 1e-2):
         super().__init__()
-        if not isinstance(dim, int) or dim < 1:
-            raise ValueError(f"dim must be a positive int, got {dim!r}")
+        dim = check_int(dim, "dim")
         lam = float(lam)
         if math.isnan(lam) or lam < 0:
             raise ValueError(f"lam must be >= 0 (or inf), got {lam}")
@@ -587,8 +584,7 @@ def backfilling_curve(query: torch.Tensor, gallery_old: torch.Tensor, gallery_ne
     order = torch.as_tensor(order)
     if sorted(order.tolist()) != list(range(len(order))) or len(order) != len(gallery_old):
         raise ValueError("order must be a permutation of the gallery indices")
-    if not isinstance(n_steps, int) or n_steps < 1:
-        raise ValueError(f"n_steps must be a positive int, got {n_steps!r}")
+    n_steps = check_int(n_steps, "n_steps")
     fracs = np.linspace(0.0, 1.0, n_steps + 1)
     vals = []
     for f in fracs:

@@ -24,7 +24,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .nn import MLP
-from .runtime import lightning_module
+from .runtime import check_int, lightning_module
 
 __all__ = [
     "odeint", "trunc_normal_mean", "SquaresToy", "leap", "leapfactual", "query", "query_proba", "cgm_swap",
@@ -37,13 +37,6 @@ Velocity = Callable[[torch.Tensor, float, torch.Tensor], torch.Tensor]
 
 
 # --- a fixed-step ODE integrator -----------------------------------------------------------------
-
-def _check_count(n, name: str, positive: bool = True) -> int:
-    """An int count (≥ 1, or ≥ 0 with ``positive=False``); bools are rejected (``True`` would mean 1)."""
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < int(positive):
-        raise ValueError(f"{name} must be a {'positive' if positive else 'non-negative'} int, got {n!r}")
-    return int(n)
-
 
 def _check_batch(x, name: str, width: int | None = None) -> None:
     """A non-empty (B, D) tensor of finite values (a NaN would travel through the flow unnoticed)."""
@@ -68,7 +61,7 @@ def _check_gamma_pair(g, name: str) -> tuple[float, float]:
 def odeint(f: Callable[[torch.Tensor, float], torch.Tensor], z: torch.Tensor, t0: float, t1: float,
            steps: int = 32, method: str = "rk4") -> torch.Tensor:
     """Integrate dz/dt = f(z, t) from t0 to t1 (either direction) with ``steps`` fixed Euler/RK4 steps."""
-    steps = _check_count(steps, "steps")
+    steps = check_int(steps, "steps")
     if method not in ("rk4", "euler"):
         raise ValueError(f"method must be 'rk4' or 'euler', got {method!r}")
     h = (t1 - t0) / steps
@@ -263,8 +256,8 @@ def leapfactual(x: torch.Tensor, classifier: Callable, target, velocity: Velocit
     target = _check_labels(target, len(x), "target", n_classes or _flow_classes(velocity))
     if not 0 < gamma_blend <= 1:
         raise ValueError(f"gamma_blend must be in (0, 1], got {gamma_blend}")
-    n_blend, n_inject = _check_count(n_blend, "n_blend", False), _check_count(n_inject, "n_inject", False)
-    steps, gamma_inject = _check_count(steps, "steps"), _check_gamma_pair(gamma_inject, "gamma_inject")
+    n_blend, n_inject = check_int(n_blend, "n_blend", 0), check_int(n_inject, "n_inject", 0)
+    steps, gamma_inject = check_int(steps, "steps"), _check_gamma_pair(gamma_inject, "gamma_inject")
     encode = encode or (lambda u: u)
     decode = decode or (lambda u: u)
     if soft:
@@ -323,7 +316,7 @@ def opt_counterfactual(x: torch.Tensor, classifier: nn.Module, target, encode: C
         raise TypeError("classifier must be a differentiable torch.nn.Module for the Opt baseline")
     _check_batch(x, "x")
     target = _check_labels(target, len(x), "target").to(x.device)
-    max_steps = _check_count(max_steps, "max_steps")
+    max_steps = check_int(max_steps, "max_steps")
     if not 0 < lr < math.inf:
         raise ValueError(f"lr must be positive and finite, got {lr}")
     if not 0 <= lam < math.inf:
@@ -419,7 +412,7 @@ def fit_classifier(X: torch.Tensor, y: torch.Tensor, hidden: Sequence[int] = (),
     it is the model under explanation, not the method of the chapter. Trains on X's device."""
     if len(X) != len(y) or len(X) == 0:
         raise ValueError(f"X and y must be non-empty with equal length, got {len(X)} and {len(y)}")
-    epochs = _check_count(epochs, "epochs")
+    epochs = check_int(epochs, "epochs")
     torch.manual_seed(seed)
     f = MLP(X.shape[1], list(hidden), int(y.max()) + 1, "silu").to(X.device)
     y = y.to(X.device)
@@ -703,8 +696,7 @@ def _check_table2_args(seed, cfg) -> None:
     if not 0 < cfg["weak_frac"] < 1:
         raise ValueError(f"cfg['weak_frac'] must be in (0, 1), got {cfg['weak_frac']!r}")
     for k in ("n_eval", "steps", "n_blend", "n_blend_soft", "weak_epochs", "vae_epochs", "cfm_epochs"):
-        if isinstance(cfg[k], bool) or not isinstance(cfg[k], (int, np.integer)) or cfg[k] < 1:
-            raise ValueError(f"cfg[{k!r}] must be a positive int, got {cfg[k]!r}")
+        check_int(cfg[k], f"cfg[{k!r}]")
 
 
 def table2_run(seed: int, cfg: dict, details: bool = False):

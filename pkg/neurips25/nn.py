@@ -7,6 +7,8 @@ from typing import Sequence
 import torch
 from torch import nn
 
+from .runtime import check_int
+
 __all__ = ["ACTIVATIONS", "MLP", "SinusoidalTimeEmbedding", "TimeConditionedMLP"]
 
 ACTIVATIONS = {"relu": nn.ReLU, "silu": nn.SiLU, "gelu": nn.GELU, "tanh": nn.Tanh, "selu": nn.SELU}
@@ -22,8 +24,7 @@ class MLP(nn.Sequential):
     def __init__(self, in_dim: int, hidden: Sequence[int], out_dim: int, activation: str = "silu",
                  dropout: float = 0.0):
         for name, v in (("in_dim", in_dim), ("out_dim", out_dim)):
-            if not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            check_int(v, name)
         hidden = list(hidden)
         if any((not isinstance(h, int)) or h < 1 for h in hidden):
             raise ValueError(f"hidden must be a sequence of positive ints, got {hidden!r}")

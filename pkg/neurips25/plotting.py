@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 
+from .runtime import check_int
+
 __all__ = ["PALETTE", "METHOD_COLORS", "use_style", "method_color", "savefig_kwargs"]
 
 # Okabe-Ito palette: distinguishable for colour-blind readers and in greyscale print.
@@ -32,8 +34,7 @@ def use_style(font_size: int = 11) -> None:
     import matplotlib as mpl
     from cycler import cycler
 
-    if not isinstance(font_size, int) or font_size < 6:
-        raise ValueError(f"font_size must be an int >= 6, got {font_size!r}")
+    font_size = check_int(font_size, "font_size", 6)
     mpl.rcParams.update({
         "figure.figsize": (6.4, 4.0),
         "figure.dpi": 100,

@@ -38,6 +38,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from neurips25.lm import cache_kwarg, encode_batch, generate, output_cache
+from neurips25.runtime import check_int
 
 __all__ = ["OPS", "SEPARATORS", "FEATURES", "feature_columns", "modchain", "restyle", "answer_of", "is_correct", "step_values",
            "verify", "label_tokens", "collect_router_data", "router_features", "Router", "train_router",
@@ -216,8 +217,7 @@ def collect_router_data(llm, slm, tok, prompts: Sequence[str], *, max_new_tokens
     and ``different`` (0/1 targets) and ``query`` (the index of the prompt).
     """
     prompts = list(prompts)
-    if not isinstance(n_samples, int) or n_samples < 0:
-        raise ValueError(f"n_samples must be a non-negative int, got {n_samples!r}")
+    n_samples = check_int(n_samples, "n_samples", 0)
     gen = generate(llm, tok, prompts, max_new_tokens=max_new_tokens).tokens
     qid = list(range(len(prompts)))
     for k in range(n_samples):

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from .lm.embed import SentenceEncoder, minilm_path  # noqa: F401 (re-exported)
-from .runtime import lightning_module
+from .runtime import check_int, lightning_module
 
 __all__ = [
     "QUOTE", "ASPECTS", "ROLES", "POOLS", "Segment", "Documentary", "make_documentaries", "make_split",
@@ -668,8 +668,7 @@ def retrieval_run(data_seed: int, *, n_train: int, n_test: int, n_segments: int,
     then the test films embedded, the zero-shot baseline scored and one retriever trained per
     training seed in ``seeds``. Returns, per method, the 1-based rank of the true quote for every test
     placeholder (test films in order, their segments in order) and its R@1/5/10 and MRR."""
-    if isinstance(data_seed, bool) or not isinstance(data_seed, (int, np.integer)) or data_seed < 0:
-        raise ValueError(f"data_seed must be a non-negative int, got {data_seed!r}")
+    data_seed = check_int(data_seed, "data_seed", 0)
     if not seeds:
         raise ValueError("seeds must hold at least one training seed")
     train_docs, test_docs = make_split(n_train, n_test, n_segments, seed=int(data_seed))
@@ -703,8 +702,7 @@ def pooled_gain_ci(gains: Sequence, n_boot: int = 2000, seed: int = 0, level: fl
         raise ValueError("gains must be a non-empty list of non-empty 1-d arrays (one per data seed)")
     if any(not np.isfinite(g).all() for g in gains):
         raise ValueError("gains must be finite")
-    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 1:
-        raise ValueError(f"n_boot must be a positive int, got {n_boot!r}")
+    n_boot = check_int(n_boot, "n_boot")
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
     rng = np.random.default_rng(seed)

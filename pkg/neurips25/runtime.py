@@ -35,6 +35,7 @@ __all__ = [
     "lightning_module",
     "smoke",
     "cap",
+    "check_int",
 ]
 
 SCALES = ("small", "full")
@@ -101,14 +102,20 @@ def smoke() -> bool:
     return value == "1"
 
 
+def check_int(value: Any, name: str, low: int = 1) -> int:
+    """``value`` as a Python int if it is an int (NumPy ints too) ``>= low``, else ``ValueError`` naming
+    ``name``. Bools are rejected: ``True`` would silently count as 1."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
+        kind = {1: "a positive int", 0: "a non-negative int"}.get(low, f"an int >= {low}")
+        raise ValueError(f"{name} must be {kind}, got {value!r}")
+    return int(value)
+
+
 def cap(n: int, smoke_value: int = 2) -> int:
     """``n`` — or ``min(n, smoke_value)`` under ``NEURIPS25_SMOKE=1``. Modules wrap their loop counts
     (training steps, epochs, seeds, sweep sizes) in it: ``for step in range(cap(cfg["steps"]))``."""
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
-        raise ValueError(f"n must be a non-negative int, got {n!r}")
-    if not isinstance(smoke_value, int) or smoke_value < 1:
-        raise ValueError(f"smoke_value must be a positive int, got {smoke_value!r}")
-    return min(int(n), smoke_value) if smoke() else int(n)
+    n, smoke_value = check_int(n, "n", 0), check_int(smoke_value, "smoke_value")
+    return min(n, smoke_value) if smoke() else n
 
 
 def pick(config: Mapping[str, Any]) -> Any:

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from .nn import TimeConditionedMLP
-from .runtime import lightning_module
+from .runtime import check_int, lightning_module
 
 __all__ = [
     "sinkhorn_potentials", "sinkhorn_coupling", "sinkhorn_drift", "effective_targets", "SinkhornBridge",
@@ -216,8 +216,7 @@ def euler_maruyama(drift: Drift, x0: torch.Tensor, eps: float, tau: float = 0.95
     """
     x0 = _check_points(x0, "x0")
     eps, tau = _check_eps(eps), _check_t(tau, "tau")
-    if isinstance(n_steps, bool) or not isinstance(n_steps, int) or n_steps < 1:
-        raise ValueError(f"n_steps must be a positive int, got {n_steps!r}")
+    n_steps = check_int(n_steps, "n_steps")
     gen = torch.Generator(device="cpu").manual_seed(seed)
     h = tau / n_steps
     x, path = x0, [x0]
@@ -443,10 +442,8 @@ def statistical_sweep(ns: Sequence[int], trials: int, eps: float = 0.25, d: int 
     ms = ns if ms is None else _check_sizes(ms, "ms")
     if len(ms) != len(ns):
         raise ValueError(f"ms and ns must have the same length, got {len(ms)} and {len(ns)}")
-    if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or trials < 1:
-        raise ValueError(f"trials must be a positive int, got {trials!r}")
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
-        raise ValueError(f"d must be a positive int, got {d!r}")
+    trials = check_int(trials, "trials")
+    d = check_int(d, "d")
     eps = _check_eps(eps)
     trials = cap(trials)  # bounded under NEURIPS25_SMOKE=1
     sb = GaussianSB(torch.eye(d, dtype=torch.float64), random_spd(d, seed=seed, eig_range=(0.25, 2.0)), eps)
@@ -537,8 +534,7 @@ def neural_k_sweep(ks: Sequence[int | None] = (1, 5, 10, None), seed: int = 0, n
     from .runtime import cap, make_trainer, seed_everything
 
     eps, tau = _check_eps(eps), _check_t(tau, "tau")
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    steps = check_int(steps, "steps")
     if not 2 <= n_eval <= n:
         raise ValueError(f"n_eval must lie in [2, n = {n}], got {n_eval!r}")
     dev = torch.device("cpu") if device is None else torch.device(device)

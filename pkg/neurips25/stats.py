@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .runtime import check_int
+
 __all__ = ["loglog_slope", "bootstrap_means", "slope_ci", "t_interval"]
 
 
@@ -42,8 +44,7 @@ def bootstrap_means(err, n_boot: int = 2000, *, seed: int = 0, paired: bool = Fa
     err = np.asarray(err, dtype=float)
     if err.ndim < 1 or err.shape[-1] < 2:
         raise ValueError(f"err must have >= 2 trials on its last axis, got shape {err.shape}")
-    if not isinstance(n_boot, int) or n_boot < 1:
-        raise ValueError(f"n_boot must be a positive int, got {n_boot!r}")
+    n_boot = check_int(n_boot, "n_boot")
     rng = np.random.default_rng(seed)
     t = err.shape[-1]
     shape = (n_boot, *((1,) * (err.ndim - 1) if paired else err.shape[:-1]), t)

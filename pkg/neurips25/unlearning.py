@@ -34,7 +34,7 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 from torch.utils.data import DataLoader
 
 from .nn import MLP
-from .runtime import cap, make_trainer
+from .runtime import cap, check_int, make_trainer
 
 __all__ = [
     "METHODS", "LABELS", "model_jacobian", "project_orthogonal", "minnorm_og_step", "min_norm_interpolator",
@@ -58,11 +58,6 @@ def _check_xy(x: torch.Tensor, y: torch.Tensor, name: str) -> None:
         raise ValueError(f"{name}: x and y must have the same length, got {len(x)} and {len(y)}")
     if not (torch.isfinite(x).all() and torch.isfinite(y).all()):  # a NaN would reach every weight
         raise ValueError(f"{name}: x and y must be finite (no NaN or inf)")
-
-
-def _is_count(v: Any) -> bool:
-    """An int that is not a bool (``True`` would silently count as 1)."""
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 # --- the geometry: retain-set Jacobian and the projection onto its orthogonal complement ----------
@@ -129,8 +124,8 @@ def minnorm_og_step(model: nn.Module, x_retain: torch.Tensor, coef: float, n_per
     n = len(x_retain)
     if n == 0:
         raise ValueError("x_retain must be non-empty")
-    if n_pert is not None and (not _is_count(n_pert) or n_pert < 1):
-        raise ValueError(f"n_pert must be a positive int or None, got {n_pert!r}")
+    if n_pert is not None:
+        n_pert = check_int(n_pert, "n_pert")
     if n_pert is not None and n_pert < n:
         dev = generator.device if generator is not None else x_retain.device
         idx = torch.randperm(n, generator=generator, device=dev)[:n_pert].to(x_retain.device)
@@ -198,8 +193,7 @@ class Unlearner(L.LightningModule):
         _check_xy(*retain, "retain")
         if method in ("ga", "neggrad_plus"):
             _check_xy(*forget, "forget")
-        if not _is_count(epochs) or epochs < 1:
-            raise ValueError(f"epochs must be a positive int, got {epochs!r}")
+        epochs = check_int(epochs, "epochs")
         # finite as well: lr = inf gave NaN weights, and λ = inf would silently switch the projection off
         for name, v in (("lr", lr), ("noise_sigma", noise_sigma), ("ga_coef", ga_coef), ("reg", reg),
                         ("lam", lam)):
@@ -208,12 +202,12 @@ class Unlearner(L.LightningModule):
         if not 0.0 <= reg_decay <= 1.0:
             raise ValueError(f"reg_decay must be in [0, 1], got {reg_decay}")
         num_gd_epochs = epochs // 2 if num_gd_epochs is None else num_gd_epochs
-        if not _is_count(num_gd_epochs) or not 0 <= num_gd_epochs <= epochs:
+        if (not isinstance(num_gd_epochs, int) or isinstance(num_gd_epochs, bool)
+                or not 0 <= num_gd_epochs <= epochs):
             raise ValueError(f"num_gd_epochs must be an int in [0, epochs={epochs}], got {num_gd_epochs!r}")
-        if not _is_count(proj_period) or proj_period < 1:
-            raise ValueError(f"proj_period must be a positive int, got {proj_period!r}")
-        if n_pert is not None and (not _is_count(n_pert) or n_pert < 1):
-            raise ValueError(f"n_pert must be a positive int or None, got {n_pert!r}")
+        proj_period = check_int(proj_period, "proj_period")
+        if n_pert is not None:
+            n_pert = check_int(n_pert, "n_pert")
         self.save_hyperparameters(ignore=["model", "retain", "forget"])
         self.hparams.num_gd_epochs = num_gd_epochs
         self.model = copy.deepcopy(model)
@@ -420,8 +414,7 @@ def sup_error(model: nn.Module, half_width: float, n_test: int = 1000) -> float:
     """sup_x |f(x) − sin x| on a grid of ``n_test`` points of [−w, w] (the paper's metric)."""
     if isinstance(half_width, bool) or not 0 < half_width < math.inf:
         raise ValueError(f"half_width must be a positive finite number, got {half_width!r}")
-    if not _is_count(n_test) or n_test < 2:
-        raise ValueError(f"n_test must be an int >= 2, got {n_test!r}")
+    n_test = check_int(n_test, "n_test", 2)
     x = torch.linspace(-half_width, half_width, n_test).unsqueeze(1)
     p = next(model.parameters())
     return float((model(x.to(p.device)).cpu() - torch.sin(x)).abs().max())
@@ -449,8 +442,7 @@ def tuning_grid(method: str, epochs: int, grid: str = "book") -> list[dict[str, 
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"epochs must be a positive int, got {epochs!r}")
+    epochs = check_int(epochs, "epochs")
     if grid not in ("book", "paper"):
         raise ValueError(f"grid must be 'book' or 'paper', got {grid!r}")
     if grid == "paper":

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .runtime import lightning_module
+from .runtime import check_int, lightning_module
 
 __all__ = ["TokenState", "ReducerPlan", "Attention", "Block", "LayerTrace", "TinyViT", "ViTClassifier",
            "random_shift"]
@@ -140,8 +140,7 @@ class TinyViT(nn.Module):
         super().__init__()
         for name, v in (("image_size", image_size), ("patch_size", patch_size), ("in_chans", in_chans),
                         ("num_classes", num_classes), ("dim", dim), ("depth", depth), ("heads", heads)):
-            if not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            check_int(v, name)
         if image_size % patch_size:
             raise ValueError(f"patch_size must divide image_size={image_size}, got {patch_size}")
         if dim % heads:
@@ -199,8 +198,7 @@ class ViTClassifier(lightning_module()):
                  lr: float = 2e-3, weight_decay: float = 0.05, shift: int = 0, patch_size: int = 2,
                  num_classes: int = 10):
         super().__init__()
-        if not isinstance(shift, int) or shift < 0:
-            raise ValueError(f"shift must be a non-negative int, got {shift!r}")
+        shift = check_int(shift, "shift", 0)
         self.save_hyperparameters()
         self.model = TinyViT(patch_size=patch_size, num_classes=num_classes, dim=dim, depth=depth,
                              heads=heads, mlp_ratio=mlp_ratio)
@@ -224,8 +222,7 @@ class ViTClassifier(lightning_module()):
 def random_shift(x: torch.Tensor, shift: int) -> torch.Tensor:
     """Translate each image ``(B, C, H, W)`` by up to ``shift`` pixels (zero padding) -- cheap
     augmentation."""
-    if not isinstance(shift, int) or shift < 0:
-        raise ValueError(f"shift must be a non-negative int, got {shift!r}")
+    shift = check_int(shift, "shift", 0)
     if x.ndim != 4:
         raise ValueError(f"x must have shape (B, C, H, W), got {tuple(x.shape)}")
     if shift == 0:

@@ -6,9 +6,10 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
+
+from ..runtime import check_int
 
 FAMILIES = ("gaussian", "laplace")
 SETTINGS = ("distinguishable", "nondist_eta", "nondist_nu")
@@ -30,12 +31,6 @@ def _as_f64(t: Any, name: str) -> torch.Tensor:
     if not t.is_floating_point():
         raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
     return t.to(torch.float64)
-
-
-def _check_pos_int(value: Any, name: str, low: int = 1) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    return int(value)
 
 
 # --- the frozen pre-trained expert and the parameter vector ----------------------------------------
@@ -142,7 +137,7 @@ def paper_setting(name: str, n: int, d: int = 8, delta: float | None = None,
     if gate not in GATES:
         raise ValueError(f"gate must be one of {GATES}, got {gate!r}")
     delta_scale = _check_real(delta_scale, "delta_scale")
-    n, d = _check_pos_int(n, "n"), _check_pos_int(d, "d")
+    n, d = check_int(n, "n"), check_int(d, "d")
     # Δ is a relative perturbation: Δ < 0 flips or shrinks η*/ν* towards 0 (ν* = 0 at Δ = −1)
     delta = delta_scale * n ** (-1 / 8) if delta is None else _check_real(delta, "delta", strict=False)
     e1 = torch.zeros(d, dtype=torch.float64)
@@ -199,7 +194,7 @@ def neg_log_likelihood(theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
 def sample(n: int, theta: torch.Tensor, expert: PretrainedExpert,
            generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Draw X ~ N(0, I_d), then Y | X from eq. (1); θ (…, 2d+2) gives x (…, n, d), y (…, n)."""
-    n = _check_pos_int(n, "n")
+    n = check_int(n, "n")
     theta = _check_theta(theta, expert.d)
     g = unpack(theta)
     batch = theta.shape[:-1]

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..runtime import single_thread
+from ..runtime import check_int, single_thread
 from .mle import fit_mle
 from .model import (
     _LOG2PI,
@@ -15,7 +15,6 @@ from .model import (
     PARAMS,
     SETTINGS,
     PretrainedExpert,
-    _check_pos_int,
     _check_theta,
     _mixture_log_pdf,
     log_density,
@@ -78,7 +77,7 @@ def rate_experiment(setting: str, ns: list[int], reps: int, seed: int = 0, d: in
         raise ValueError(f"setting must be one of {SETTINGS}, got {setting!r}")
     if not ns or any(not isinstance(n, (int, np.integer)) or n < 10 for n in ns):
         raise ValueError(f"ns must be a non-empty list of ints >= 10, got {ns!r}")
-    reps = _check_pos_int(reps, "reps")
+    reps = check_int(reps, "reps")
     errors = {k: [] for k in PARAMS}
     hell, conv = [], []
     for n in ns:
@@ -110,7 +109,7 @@ def mle_errors(setting: str, n: int, reps: int, seed: int = 0, delta: float | No
     (steps that leave the box are rejected, so a fit pushed outwards creeps up to the bound and
     may stop just inside it: ``tau_hat`` tells how close).
     """
-    reps, n, chunk = _check_pos_int(reps, "reps"), _check_pos_int(n, "n", 10), _check_pos_int(chunk, "chunk")
+    reps, n, chunk = check_int(reps, "reps"), check_int(n, "n", 10), check_int(chunk, "chunk")
     if not tau_max > 0:
         raise ValueError(f"tau_max must be > 0, got {tau_max!r}")
     expert, theta_star = paper_setting(setting, n, delta=delta, f0_family=f0_family, gate=gate,

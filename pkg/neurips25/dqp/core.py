@@ -29,6 +29,8 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 import torch
 
+from ..runtime import check_int
+
 __all__ = ["SOLVER_OPTIONS", "available_solvers", "active_set", "QPResult", "dqp_solve", "DQPLayer"]
 
 # High-accuracy settings per backend: dQP re-solves the reduced KKT system, so the solver only has
@@ -321,8 +323,7 @@ def dqp_solve(P, q, A=None, b=None, C=None, d=None, *, solver: str = "clarabel",
         raise ValueError(f"solver must be one of {available_solvers()}, got {solver!r}")
     if not (isinstance(eps_active, float) and eps_active > 0):
         raise ValueError(f"eps_active must be a positive float, got {eps_active!r}")
-    if isinstance(max_refine, bool) or not isinstance(max_refine, int) or max_refine < 0:
-        raise ValueError(f"max_refine must be a non-negative int, got {max_refine!r}")
+    max_refine = check_int(max_refine, "max_refine", 0)
     if (A is None) != (b is None):
         raise ValueError("A and b must be given together (equality constraints Az = b)")
     if (C is None) != (d is None):

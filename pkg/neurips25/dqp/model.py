@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from ..runtime import check_int
 from .core import dqp_solve
 
 __all__ = ["polygon_normals", "project_polygon", "PolygonFit"]
@@ -20,8 +21,7 @@ __all__ = ["polygon_normals", "project_polygon", "PolygonFit"]
 
 def polygon_normals(m: int) -> np.ndarray:
     """``m`` unit normals c_j = (cos θ_j, sin θ_j), θ_j = 2πj/m: the faces of a convex m-gon."""
-    if not isinstance(m, int) or m < 3:
-        raise ValueError(f"m must be an int >= 3, got {m!r}")
+    m = check_int(m, "m", 3)
     th = 2 * np.pi * np.arange(m) / m
     return np.stack([np.cos(th), np.sin(th)], 1)
 

@@ -5,6 +5,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from ..runtime import check_int
 from .core import dqp_solve
 
 __all__ = ["planted_qp", "planted_gradient", "projection_constraints", "project", "sparsemax", "sparsemax_jacobian"]
@@ -19,8 +20,7 @@ def planted_qp(n: int = 8, m: int = 6, p: int = 2, n_active: int = 3, seed: int 
     Pz* + q + Aᵀλ + Cᵀμ = 0. Strict complementarity makes the solution map differentiable.
     """
     for name, v in (("n", n), ("m", m), ("p", p), ("n_active", n_active)):
-        if not isinstance(v, int) or v < 0:
-            raise ValueError(f"{name} must be a non-negative int, got {v!r}")
+        check_int(v, name, 0)
     if n < 1 or n_active > m or p + n_active > n:
         raise ValueError(f"need n >= 1, n_active <= m and p + n_active <= n; got n={n}, m={m}, p={p}, "
                          f"n_active={n_active}")
@@ -79,8 +79,7 @@ def projection_constraints(kind: str, n: int) -> dict:
     ``"simplex"``: 1ᵀz = 1, z ≥ 0 (the probability simplex; the projection is sparsemax).
     ``"chain"``: z₁ ≤ z₂ ≤ … ≤ z_n (a monotone chain: n − 1 bidiagonal constraints).
     """
-    if not isinstance(n, int) or n < 2:
-        raise ValueError(f"n must be an int >= 2, got {n!r}")
+    n = check_int(n, "n", 2)
     one = torch.ones
     if kind == "simplex":
         return dict(P=sp.identity(n, format="csc"), A=sp.csr_matrix(np.ones((1, n))),

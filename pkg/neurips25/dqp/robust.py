@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 import torch
 
+from ..runtime import check_int
 from .core import dqp_solve
 
 __all__ = ["classic_qps", "kkt_residuals", "run_dqp", "baseline_solves", "loose_solver_stress",
@@ -260,8 +261,7 @@ def hard_qps(seed: int = 0, n: int = 12) -> dict[str, dict]:
     of two rows: LICQ fails); LP: P = 0 with a vertex solution; SCALED: cond(P) = 1e10 and rows
     scaled from 1e-3 to 1e3 with a planted active set; BIGLP: an LP with costs ~1e3 and bounds 1e4
     (the large data magnitudes of Maros–Meszaros)."""
-    if not isinstance(n, int) or n < 7:
-        raise ValueError(f"n must be an int >= 7, got {n!r}")
+    n = check_int(n, "n", 7)
     rng = np.random.default_rng(seed)
     out = {}
     k = 6

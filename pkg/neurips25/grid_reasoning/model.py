@@ -5,6 +5,7 @@ import random
 from collections import Counter
 from typing import Sequence
 
+from ..runtime import check_int
 from .graph import (
     FORMATS,
     QUESTIONS,
@@ -110,8 +111,7 @@ def train_model(world: World, data: Sequence[tuple[str, str]], *, steps: int = 8
         import warnings
 
         warnings.warn("no task data: the model learns the knowledge corpus only", stacklevel=2)
-    if not isinstance(fact_repeats, int) or fact_repeats < 1:
-        raise ValueError(f"fact_repeats must be a positive int, got {fact_repeats!r}")
+    fact_repeats = check_int(fact_repeats, "fact_repeats")
     if mode not in ("pad", "pack", "rows"):
         raise ValueError(f"mode must be 'pad', 'pack' or 'rows', got {mode!r}")
     if (model is None) != (tokenizer is None) and model is not None:
@@ -144,8 +144,7 @@ def base_model(world: World, *, steps: int = 1000, n_layer: int = 2, n_embd: int
     cheaper than training each role from scratch, as the facts are learned once. Returns
     ``(model, tokenizer)``."""
     for name, v in dict(steps=steps, n_layer=n_layer, n_embd=n_embd, batch_size=batch_size).items():
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+        check_int(v, name)
     return train_model(world, None, steps=steps, n_layer=n_layer, n_embd=n_embd, batch_size=batch_size, seed=seed,
                        device=device)
 
@@ -207,8 +206,7 @@ def self_consistency(model, tok, questions: Sequence[tuple[str, str]], *, n: int
                      seed: int = 0) -> list[str | None]:
     """CoT self-consistency: ``n`` sampled chains per question, majority vote over their answers (ties go
     to the answer seen first)."""
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
+    n = check_int(n, "n")
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0 for sampling, got {temperature!r}")
     votes = [answer_questions(model, tok, questions, "cot", temperature=temperature, seed=seed + i) for i in range(n)]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import random
 import re
 
-from ..runtime import cap
+from ..runtime import cap, check_int
 from .graph import World, make_world
 from .model import train_model
 
@@ -145,8 +145,7 @@ def recall_order_probe(*, n_people: int = 120, steps: int = 1200, n_layer: int =
     from .model import _MARKUP, CONTROL
 
     for name, v in dict(n_people=n_people, steps=steps, n_layer=n_layer, n_embd=n_embd).items():
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+        check_int(v, name)
     world = make_world(n_people, seed=seed)
     born = birth_cities(world, seed=seed)
     extra = [f"{p} born_in {c} ." for p, c in born.items()]
@@ -195,8 +194,7 @@ def distance_example(world: World, kind: str, person: str, n_distract: int, fmt:
         raise ValueError(f"fmt must be 'cot' or 'graph', got {fmt!r}")
     if person not in world.city_of:
         raise ValueError(f"person must be one of the world's people, got {person!r}")
-    if not isinstance(n_distract, int) or isinstance(n_distract, bool) or n_distract < 0:
-        raise ValueError(f"n_distract must be a non-negative int, got {n_distract!r}")
+    n_distract = check_int(n_distract, "n_distract", 0)
     rng = random.Random(f"{person}|{kind}|{n_distract}|{seed}")
     cities = sorted(world.country_of)
     c = rng.choice(cities)
@@ -244,8 +242,7 @@ def premise_distance_probe(*, n_people: int = 120, steps: int = 1200, n_layer: i
     from .model import _MARKUP, CONTROL
 
     for name, v in dict(n_people=n_people, steps=steps, n_layer=n_layer, n_embd=n_embd, draws=draws).items():
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+        check_int(v, name)
     if not isinstance(max_distract, int) or isinstance(max_distract, bool) or not 0 <= max_distract <= 12:
         raise ValueError(f"max_distract must be an int in [0, 12], got {max_distract!r}")
     if arch not in ARCHS:

@@ -8,6 +8,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from ..runtime import check_int
 from .graph import (
     CORRUPTIONS,
     RELATIONS,
@@ -96,8 +97,7 @@ def verifier_examples(world: World, people: Sequence[str] | None = None, *, repe
     wrong cited premise — drawn at random from ``corruptions``), labelled by ``OracleVerifier``.
     """
     people = world.train_people if people is None else tuple(people)
-    if not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a positive int, got {repeats!r}")
+    repeats = check_int(repeats, "repeats")
     if not corruptions or any(c not in CORRUPTIONS for c in corruptions):
         raise ValueError(f"corruptions must be a non-empty subset of {CORRUPTIONS}, got {corruptions!r}")
     rng, oracle, out = random.Random(seed), OracleVerifier(world), []

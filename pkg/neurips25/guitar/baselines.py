@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..runtime import check_int
 from .data import check_views
 from .solver import spectral_labels
 
@@ -95,8 +96,7 @@ def _pvc_latent(views, masks, n_clusters: int, seed: int = 0, latent_per_cluster
     Xs = normalise_views(views, masks)
     masks = np.asarray(masks)
     for name, val in (("latent_per_cluster", latent_per_cluster), ("max_iter", max_iter)):
-        if not isinstance(val, int) or val < 1:
-            raise ValueError(f"{name} must be a positive int, got {val!r}")
+        check_int(val, name)
     if not lam >= 0:
         raise ValueError(f"lam must be >= 0, got {lam!r}")
     W = masks.astype(float)
@@ -142,8 +142,7 @@ def apmc(views, masks, n_clusters: int, seed: int = 0, n_neighbors: int = 5,
 def _apmc_embedding(views, masks, n_clusters: int, seed: int = 0, n_neighbors: int = 5,
                     anchor_fraction: float = 1.0) -> np.ndarray:
     """APMC's normalised anchor graph ``Z Lambda^{-1/2}`` (see ``apmc``), the input of its spectral step."""
-    if not isinstance(n_neighbors, (int, np.integer)) or isinstance(n_neighbors, bool) or n_neighbors < 1:
-        raise ValueError(f"n_neighbors must be a positive int, got {n_neighbors!r}")
+    n_neighbors = check_int(n_neighbors, "n_neighbors")
     Xs = normalise_views(views, masks)
     masks = np.asarray(masks)
     n_obs = masks.sum(1)

@@ -15,6 +15,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..runtime import check_int
+
 __all__ = ["VIEW_NAMES", "MFEAT_VIEW_NAMES", "N_MFEAT", "load_mfeat", "mfeat_indices", "mfeat", "digit_indices",
            "multiview_digits", "mfeat_digits", "missing_masks", "check_views", "clustering_accuracy", "nmi", "purity",
            "clustering_scores"]
@@ -227,10 +229,8 @@ def missing_masks(n: int, n_views: int, rate: float, seed: int = 0) -> np.ndarra
     A sample left with no view at all gets one view (chosen at random) back, so every sample keeps
     at least one view; the realised missing rate is therefore slightly below ``rate``.
     """
-    if not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
-    if not isinstance(n_views, (int, np.integer)) or n_views < 2:
-        raise ValueError(f"n_views must be an int >= 2, got {n_views!r}")
+    n = check_int(n, "n")
+    n_views = check_int(n_views, "n_views", 2)
     if not 0.0 <= rate < 1.0:
         raise ValueError(f"rate must be in [0, 1), got {rate!r}")
     rng = np.random.default_rng(seed)

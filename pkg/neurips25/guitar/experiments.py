@@ -17,6 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..runtime import check_int
 from .baselines import _kmeans, baseline_embeddings
 from .data import N_DIGITS, N_MFEAT, clustering_scores, mfeat, mfeat_digits, missing_masks, multiview_digits
 from .solver import GUITAR, spectral_labels
@@ -178,8 +179,7 @@ def run_method(method: str, rate: float, seed: int, n: int = DEFAULTS["n"],
         raise ValueError(f"data must be one of {tuple(DATASETS)}, got {data!r}")
     if not isinstance(perturb, (int, float)) or isinstance(perturb, bool) or not 0.0 <= perturb < 1e-3:
         raise ValueError(f"perturb must be a float in [0, 1e-3), got {perturb!r}")
-    if not isinstance(kmeans_runs, int) or isinstance(kmeans_runs, bool) or kmeans_runs < 1:
-        raise ValueError(f"kmeans_runs must be a positive int, got {kmeans_runs!r}")
+    kmeans_runs = check_int(kmeans_runs, "kmeans_runs")
     if perturb and method not in ABLATIONS:
         raise ValueError(f"perturb applies to GUITAR variants only, got method {method!r}")
     views, y = _views(data, n, seed)
@@ -272,8 +272,7 @@ def kmeans_repeats(model: GUITAR, y: np.ndarray, runs: int, seed: int) -> list[f
     k-means seed ``seed + 1000 j``, so run 0 is the model's own labels. The official demo's repeated runs."""
     if not isinstance(model, GUITAR) or not hasattr(model, "Z_"):
         raise TypeError("model must be a fitted GUITAR")
-    if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
-        raise ValueError(f"runs must be a positive int, got {runs!r}")
+    runs = check_int(runs, "runs")
     F = np.concatenate(model.Z_, 0).T
     if len(y) != len(F):
         raise ValueError(f"y must have one label per sample ({len(F)}), got {len(y)}")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..runtime import single_thread
+from ..runtime import check_int, single_thread
 from .data import check_views
 from .tensor import RANK_SURROGATES, tensor_prox
 
@@ -121,8 +121,7 @@ class GUITAR:
     history_: dict = field(default_factory=dict, init=False, repr=False)
 
     def _validate(self) -> None:
-        if not isinstance(self.n_clusters, int) or self.n_clusters < 2:
-            raise ValueError(f"n_clusters must be an int >= 2, got {self.n_clusters!r}")
+        self.n_clusters = check_int(self.n_clusters, "n_clusters", 2)
         for name in ("lam1", "lam2", "lam3"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
@@ -130,8 +129,7 @@ class GUITAR:
             raise ValueError(f"rank must be one of {RANK_SURROGATES}, got {self.rank!r}")
         if self.noise not in ("grn", "l2"):
             raise ValueError(f"noise must be 'grn' or 'l2', got {self.noise!r}")
-        if not isinstance(self.max_iter, int) or isinstance(self.max_iter, bool) or self.max_iter < 1:
-            raise ValueError(f"max_iter must be a positive int, got {self.max_iter!r}")
+        self.max_iter = check_int(self.max_iter, "max_iter")
         # Theorem 1 needs mu_k, rho_k growing geometrically: with eta <= 1 the penalties stay put or shrink
         if not 1 < self.eta < np.inf:
             raise ValueError(f"eta must be a finite number > 1 (the penalties' growth factor), "

@@ -9,13 +9,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..runtime import check_int
+
 SAMPLINGS = ("importance", "random", "roundrobin")
-
-
-def _check_int(v, name: str, lo: int = 1) -> int:
-    if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
-        raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
-    return int(v)
 
 
 # --- data and capacities -----------------------------------------------------------------------------
@@ -28,11 +24,11 @@ def dirichlet_split(labels, n_clients: int, alpha: float, seed: int = 0, min_siz
     y = np.asarray(labels.cpu() if isinstance(labels, torch.Tensor) else labels)
     if y.ndim != 1 or len(y) == 0:
         raise ValueError(f"labels must be a non-empty 1-D array, got shape {y.shape}")
-    n_clients = _check_int(n_clients, "n_clients")
+    n_clients = check_int(n_clients, "n_clients")
     if isinstance(alpha, bool) or not (isinstance(alpha, (int, float)) and math.isfinite(alpha)
                                        and alpha > 0):
         raise ValueError(f"alpha must be a positive float, got {alpha!r}")
-    min_size = _check_int(min_size, "min_size", 0)
+    min_size = check_int(min_size, "min_size", 0)
     if n_clients * min_size > len(y):
         raise ValueError(f"n_clients * min_size = {n_clients * min_size} exceeds the {len(y)} samples")
     rng = np.random.default_rng(seed)
@@ -51,7 +47,7 @@ def dirichlet_split(labels, n_clients: int, alpha: float, seed: int = 0, min_siz
 
 def check_capacities(capacities: Sequence[int], depth: int) -> tuple[int, ...]:
     """Validate per-client capacities ``L_i`` (consecutive layers a client can fine-tune): 1 <= L_i <= depth."""
-    depth = _check_int(depth, "depth")
+    depth = check_int(depth, "depth")
     if isinstance(capacities, (str, bytes)) or not isinstance(capacities, Sequence) or not capacities:
         raise ValueError(f"capacities must be a non-empty sequence of ints, got {capacities!r}")
     for i, L in enumerate(capacities):
@@ -66,7 +62,7 @@ def check_capacities(capacities: Sequence[int], depth: int) -> tuple[int, ...]:
 def capacity_profile(n_clients: int, levels: Sequence[int] = (1, 2, 3), depth: int = 6) -> tuple[int, ...]:
     """Heterogeneous capacities: ``levels`` repeated over the clients (8 clients, (1, 2, 3) ->
     1, 2, 3, 1, 2, 3, 1, 2)."""
-    n_clients = _check_int(n_clients, "n_clients")
+    n_clients = check_int(n_clients, "n_clients")
     levels = check_capacities(tuple(levels), depth)
     return tuple(levels[i % len(levels)] for i in range(n_clients))
 
@@ -158,7 +154,7 @@ def layerwise_aggregate(global_state: Mapping[str, torch.Tensor],
     sums: dict[str, torch.Tensor] = {}
     weights: dict[str, int] = {}
     for j, (update, n) in enumerate(results):
-        n = _check_int(n, f"results[{j}] n_samples")  # the weight D_i: 0 or < 0 would break the mean
+        n = check_int(n, f"results[{j}] n_samples")  # the weight D_i: 0 or < 0 would break the mean
         for key, value in update.items():
             if key not in global_state:
                 raise ValueError(f"results[{j}] returns {key!r}, which is not in the global state")
@@ -177,7 +173,7 @@ def fedavg(states: Sequence[Mapping[str, torch.Tensor]], n_samples: Sequence[int
     layer-wise rule must reduce to when every client trains every layer)."""
     if len(states) == 0 or len(states) != len(n_samples):
         raise ValueError("states and n_samples must be non-empty and of equal length")
-    n_samples = [_check_int(n, f"n_samples[{i}]") for i, n in enumerate(n_samples)]
+    n_samples = [check_int(n, f"n_samples[{i}]") for i, n in enumerate(n_samples)]
     keys = states[0].keys()
     total = sum(n_samples)
     out = {}

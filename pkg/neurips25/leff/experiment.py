@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from ..data import load_digits_tensors
-from ..runtime import cap, make_trainer, seed_everything, single_thread, smoke
+from ..runtime import cap, check_int, make_trainer, seed_everything, single_thread, smoke
 from ..vision import ViTClassifier
 from .core import capacity_profile, check_capacities, dirichlet_split
 from .federation import CAPACITY_SCHEDULES, Client, Method, Server, trainable_names
@@ -259,8 +259,7 @@ def final_accuracy(acc, last: int = 3) -> float:
     a = np.asarray(acc, dtype=float)
     if a.ndim != 1 or len(a) == 0:
         raise ValueError(f"acc must be a non-empty 1-D sequence of accuracies, got shape {a.shape}")
-    if not isinstance(last, int) or last < 1:
-        raise ValueError(f"last must be a positive int, got {last!r}")
+    last = check_int(last, "last")
     return float(a[-last:].mean())
 
 
@@ -386,8 +385,7 @@ def peft_study(shared_lr: float, methods=("LEFF", "FedLoRA", "FedBitFit"), rank:
     if not isinstance(shared_lr, (int, float)) or not shared_lr > 0:
         raise ValueError(f"shared_lr must be a positive learning rate, got {shared_lr!r}")
     for name, v in (("rank", rank), ("jobs", jobs)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+        check_int(v, name)
     if not seeds:
         raise ValueError("seeds must be non-empty")
     lora = {f"FedLoRA (r={rank})": replace(METHODS["FedLoRA"], lora_rank=rank)}

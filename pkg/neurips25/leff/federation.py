@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..runtime import cap, lightning_module, make_trainer
+from ..runtime import cap, check_int, lightning_module, make_trainer
 from ..vision import TinyViT
 from .core import SAMPLINGS, check_capacities, choose_blocks, layerwise_aggregate, taylor_importance
 from .model import (
@@ -191,8 +191,7 @@ class Server:
             raise ValueError(f"capacities has {len(self.capacities)} entries for {len(clients)} clients")
         if method.kind == "leff" and method.r < 1 and proxy is None:
             raise ValueError("LEFF with r < 1 needs proxy images for the compression")
-        if not isinstance(local_steps, int) or local_steps < 1:
-            raise ValueError(f"local_steps must be a positive int, got {local_steps!r}")
+        local_steps = check_int(local_steps, "local_steps")
         if local_epochs is not None and (not isinstance(local_epochs, int) or local_epochs < 1):
             raise ValueError(f"local_epochs must be None or a positive int, got {local_epochs!r}")
         if capacity_schedule not in CAPACITY_SCHEDULES:

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..runtime import cap, lightning_module, make_trainer
+from ..runtime import cap, check_int, lightning_module, make_trainer
 from ..vision import TinyViT, TokenState
 
 # --- model specs and sub-models ------------------------------------------------------------------------
@@ -41,8 +41,7 @@ class LoRALinear(nn.Module):
         super().__init__()
         if not isinstance(base, nn.Linear):
             raise TypeError(f"base must be nn.Linear, got {type(base).__name__}")
-        if not isinstance(rank, int) or rank < 1:
-            raise ValueError(f"rank must be a positive int, got {rank!r}")
+        rank = check_int(rank, "rank")
         self.base, self.rank, self.scale = base, rank, scale
         self.lora_A = nn.Parameter(torch.randn(rank, base.in_features, generator=generator) / math.sqrt(base.in_features))
         self.lora_B = nn.Parameter(torch.zeros(base.out_features, rank))
@@ -103,8 +102,7 @@ def n_compressed(n_layers: int, r: float) -> int:
     """``ceil(n * r)`` layers stand in for ``n`` unselected ones (r = 1: no compression)."""
     if isinstance(r, bool) or not (isinstance(r, (int, float)) and 0 < r <= 1):
         raise ValueError(f"r must be in (0, 1], got {r!r}")
-    if not isinstance(n_layers, int) or isinstance(n_layers, bool) or n_layers < 0:
-        raise ValueError(f"n_layers must be a non-negative int, got {n_layers!r}")
+    n_layers = check_int(n_layers, "n_layers", 0)
     return math.ceil(n_layers * r - 1e-9)
 
 

@@ -7,6 +7,8 @@ from typing import Sequence
 
 import torch
 
+from ..runtime import check_int
+
 __all__ = ["minilm_path", "load_minilm", "SentenceEncoder"]
 
 
@@ -35,8 +37,7 @@ class SentenceEncoder:
     """Frozen, L2-normalised MiniLM embeddings with a cache: each distinct text is embedded once."""
 
     def __init__(self, path: str | None = None, device: str = "cpu", batch_size: int = 128):
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        batch_size = check_int(batch_size, "batch_size")
         self.model = load_minilm(device, path)
         self.batch_size, self.cache = batch_size, {}
         get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension

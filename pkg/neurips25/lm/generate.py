@@ -17,6 +17,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
+from ..runtime import check_int
 from .models import context_length
 
 __all__ = ["Generation", "encode_batch", "generate", "continuation_logprobs", "score_choices", "next_token_logits",
@@ -132,8 +133,7 @@ def generate(model, tokenizer, prompts: str | Sequence[str], max_new_tokens: int
     ``max_new_tokens`` beyond it, raise ``ValueError``.
     """
     prompts = _as_list(prompts, "prompts")
-    if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
+    max_new_tokens = check_int(max_new_tokens, "max_new_tokens")
     if not isinstance(temperature, (int, float)) or temperature < 0:
         raise ValueError(f"temperature must be a float >= 0 (0 = greedy), got {temperature!r}")
     if top_k is not None and (not isinstance(top_k, int) or top_k < 1):

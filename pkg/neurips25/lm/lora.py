@@ -15,6 +15,7 @@ from typing import Sequence
 
 import torch
 
+from ..runtime import check_int
 from ._hf import hf_quiet
 
 __all__ = ["DEFAULT_TARGETS", "add_lora", "lora_parameters", "lora_counts", "mask_lora_gradients"]
@@ -41,8 +42,7 @@ def add_lora(model, r: int = 4, target_modules: Sequence[str] | None = None, *, 
     Returns:
         a ``peft.PeftModel`` usable everywhere a model is (``generate``, ``train_lm``, ...).
     """
-    if not isinstance(r, int) or isinstance(r, bool) or r < 1:
-        raise ValueError(f"r must be a positive int, got {r!r}")
+    r = check_int(r, "r")
     mtype = _model_type(model)
     if target_modules is None:
         if mtype not in DEFAULT_TARGETS:

@@ -9,17 +9,12 @@ from __future__ import annotations
 
 import torch
 
+from ..runtime import check_int
 from ._hf import hf_quiet
 
 __all__ = ["ARCHS", "tiny_model", "pretrained", "count_parameters", "context_length"]
 
 ARCHS = ("gpt2", "llama")
-
-
-def _pos_int(name: str, value) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
 
 
 def tiny_model(tokenizer, n_layer: int = 2, n_embd: int = 128, n_head: int = 4, n_positions: int = 128, *,
@@ -41,8 +36,8 @@ def tiny_model(tokenizer, n_layer: int = 2, n_embd: int = 128, n_head: int = 4, 
     """
     if arch not in ARCHS:
         raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
-    for name, v in dict(n_layer=n_layer, n_embd=n_embd, n_head=n_head, n_positions=n_positions).items():
-        _pos_int(name, v)
+    n_layer, n_embd = check_int(n_layer, "n_layer"), check_int(n_embd, "n_embd")
+    n_head, n_positions = check_int(n_head, "n_head"), check_int(n_positions, "n_positions")
     if n_embd % n_head:
         raise ValueError(f"n_embd ({n_embd}) must be divisible by n_head ({n_head})")
     if arch == "llama" and (n_embd // n_head) % 2:

@@ -13,6 +13,8 @@ import re
 import string
 from dataclasses import dataclass, field
 
+from ..runtime import check_int
+
 __all__ = ["Grammar", "default_grammar", "arithmetic_pairs"]
 
 _SLOT = re.compile(r"\{([A-Za-z]+)(?:_\d+)?\}")
@@ -110,8 +112,7 @@ class Grammar:
 
     def sample(self, n: int, *, seed: int = 0, with_slots: bool = False):
         """``n`` sentences (with repeats); ``with_slots=True`` gives ``(text, slots)`` pairs."""
-        if not isinstance(n, int) or n < 0:
-            raise ValueError(f"n must be an int >= 0, got {n!r}")
+        n = check_int(n, "n", 0)
         rng = random.Random(seed)
         out = [self._one(rng) for _ in range(n)]
         return out if with_slots else [t for t, _ in out]
@@ -162,10 +163,8 @@ def arithmetic_pairs(n: int, *, max_value: int = 20, op: str = "+", seed: int = 
     ops = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
     if op not in ops:
         raise ValueError(f"op must be one of {list(ops)}, got {op!r}")
-    if not isinstance(max_value, int) or max_value < 1:
-        raise ValueError(f"max_value must be a positive int, got {max_value!r}")
-    if not isinstance(n, int) or n < 0:
-        raise ValueError(f"n must be an int >= 0, got {n!r}")
+    max_value = check_int(max_value, "max_value")
+    n = check_int(n, "n", 0)
     rng = random.Random(seed)
     pairs = []
     for _ in range(n):

@@ -25,6 +25,8 @@ from typing import Iterable, Sequence
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from ..runtime import check_int
+
 __all__ = ["KINDS", "BASE_SPECIALS", "build_tokenizer"]
 
 KINDS = ("byte", "char", "word", "bpe")
@@ -76,10 +78,8 @@ def build_tokenizer(kind: str = "byte", corpus: Iterable[str] | None = None, *, 
     if dup:
         raise ValueError(f"special_tokens repeats or shadows a built-in special token: {sorted(set(dup))}")
     specials += extras
-    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 1:
-        raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
-    if not isinstance(min_frequency, int) or min_frequency < 1:
-        raise ValueError(f"min_frequency must be a positive int, got {min_frequency!r}")
+    vocab_size = check_int(vocab_size, "vocab_size")
+    min_frequency = check_int(min_frequency, "min_frequency")
 
     if kind == "byte":
         if corpus is not None:

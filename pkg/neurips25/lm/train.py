@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
+from ..runtime import check_int
 from .models import context_length
 
 __all__ = ["warmup_cosine", "TextDataModule", "CausalLM", "train_lm", "lm_loss"]
@@ -135,8 +136,7 @@ class TextDataModule(L.LightningDataModule):
         if mode not in ("pad", "pack"):
             raise ValueError(f"mode must be 'pad' or 'pack', got {mode!r}")
         for name, v in dict(block_size=block_size, batch_size=batch_size).items():
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            check_int(v, name)
         if mode == "pack" and block_size < 2:
             raise ValueError("block_size must be >= 2 to pack (a row needs an input and a target)")
         self.tokenizer, self.block_size, self.batch_size, self.mode, self.seed = (
@@ -204,8 +204,7 @@ class CausalLM(L.LightningModule):
             raise TypeError(f"model must be a transformers causal LM (torch.nn.Module), got {type(model).__name__}")
         if not (isinstance(lr, (int, float)) and lr > 0):
             raise ValueError(f"lr must be a positive float, got {lr!r}")
-        if not isinstance(warmup, int) or warmup < 0:
-            raise ValueError(f"warmup must be an int >= 0, got {warmup!r}")
+        warmup = check_int(warmup, "warmup", 0)
         self.save_hyperparameters(ignore=["model"])
         self.model = model
         self._history: list[torch.Tensor] = []
@@ -266,10 +265,10 @@ def train_lm(model, tokenizer, data, *, steps: int | None = None, epochs: int | 
 
     if (steps is None) == (epochs is None):
         raise ValueError("give exactly one of steps= or epochs=")
-    if steps is not None and (not isinstance(steps, int) or steps < 1):
-        raise ValueError(f"steps must be a positive int, got {steps!r}")
-    if epochs is not None and (not isinstance(epochs, int) or epochs < 1):
-        raise ValueError(f"epochs must be a positive int, got {epochs!r}")
+    if steps is not None:
+        steps = check_int(steps, "steps")
+    if epochs is not None:
+        epochs = check_int(epochs, "epochs")
     n_ctx = context_length(model)
     block_size = n_ctx if block_size is None else block_size
     if isinstance(block_size, int) and block_size > n_ctx:

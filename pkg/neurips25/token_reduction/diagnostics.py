@@ -7,6 +7,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+from ..runtime import check_int
 from .core import (
     ReductionPlan,
     hf_energy,
@@ -221,8 +222,7 @@ def measure_macs(model: TinyViT, plan: ReductionPlan | None = None) -> float:
 def measure_throughput(model: TinyViT, X: torch.Tensor, plan: ReductionPlan | None = None,
                        repeats: int = 5) -> float:
     """Images per second of ``model(X, plan)`` (best of ``repeats`` timed passes after one warm-up)."""
-    if not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a positive int, got {repeats!r}")
+    repeats = check_int(repeats, "repeats")
     model.eval()
     X = _to_model(model, X)
     model(X, plan)

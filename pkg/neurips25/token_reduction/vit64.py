@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from ..results import decode_state, encode_state
-from ..runtime import cap, single_thread
+from ..runtime import cap, check_int, single_thread
 from ..vision import TinyViT
 from .core import ReductionPlan
 from .diagnostics import (
@@ -88,8 +88,7 @@ PAPER_ABLATIONS = {"small": dict(keep_ratio=0.7, n_train=600), "full": dict(keep
 
 def train_vit64(seed: int = 0, epochs: int = 15) -> tuple[TinyViT, dict]:
     """Train the 64-token ViT (:data:`VIT64`) on the digits with Lightning; ``(model, splits)``."""
-    if not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"epochs must be a positive int, got {epochs!r}")
+    epochs = check_int(epochs, "epochs")
     return train_tiny_vit(seed, epochs, **VIT64)
 
 
@@ -176,8 +175,7 @@ def paper_ablations(model: TinyViT, X: torch.Tensor, y: torch.Tensor, layers=(2,
     if len(X) != len(y) or len(X) == 0:
         raise ValueError(f"X and y must be non-empty and equally long, got {len(X)} and {len(y)}")
     for name, v in (("n_amp", n_amp), ("n_step", n_step)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+        check_int(v, name)
     if isinstance(noise, bool) or not isinstance(noise, (int, float)) or noise < 0:
         raise ValueError(f"noise must be a non-negative number, got {noise!r}")
     every = ReductionPlan("tome", tome_every_keep, tuple(range(model.depth)))
@@ -220,10 +218,8 @@ def paper_protocols(model: TinyViT, X: torch.Tensor, y: torch.Tensor, seed: int 
       (Fig. 5a), accuracy after fine-tuning (``ft``) and training-free (``free``)."""
     if len(X) != len(y) or len(X) == 0:
         raise ValueError(f"X and y must be non-empty and equally long, got {len(X)} and {len(y)}")
-    if not isinstance(ft_epochs, int) or isinstance(ft_epochs, bool) or ft_epochs < 1:
-        raise ValueError(f"ft_epochs must be a positive int, got {ft_epochs!r}")
-    if not isinstance(n_amp, int) or isinstance(n_amp, bool) or n_amp < 1:
-        raise ValueError(f"n_amp must be a positive int, got {n_amp!r}")
+    ft_epochs = check_int(ft_epochs, "ft_epochs")
+    n_amp = check_int(n_amp, "n_amp")
     Xa = X[:n_amp]
     out = {"single": {}, "ablation": {}}
     for layer in single_layers:
@@ -349,8 +345,7 @@ def main_replication(scale: str = "small", seeds=None, out: Path | None = None, 
     cfg = dict((EARLY if early else REPLICATION)[scale])
     slug = "token_reduction_early" if early else "token_reduction_replication"
     if ft_epochs is not None:
-        if isinstance(ft_epochs, bool) or not isinstance(ft_epochs, int) or ft_epochs < 1:
-            raise ValueError(f"ft_epochs must be a positive int, got {ft_epochs!r}")
+        ft_epochs = check_int(ft_epochs, "ft_epochs")
         cfg["ft_epochs"], slug = ft_epochs, f"{slug}_ft{ft_epochs}"
     default_seeds, epochs = cfg.pop("seeds"), cfg.pop("epochs")
     all_seeds = default_seeds if seeds is None else list(seeds)

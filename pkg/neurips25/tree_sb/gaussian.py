@@ -7,6 +7,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from ..runtime import check_int
 from .tree import Tree
 
 # --- Gaussian closed forms ---------------------------------------------------------------------
@@ -184,8 +185,7 @@ def gaussian_tree_ipf(tree: Tree, means, covs, n_iter: int) -> list[tuple[np.nda
     K, d = len(tree.observed), covs[0].shape[0]
     if len(covs) != K or len(means) != K or any(m.shape != (d,) for m in means):
         raise ValueError(f"means and covs must give one ({d},) mean and ({d},{d}) cov per observed vertex ({K})")
-    if isinstance(n_iter, bool) or not isinstance(n_iter, int) or n_iter < 1:
-        raise ValueError(f"n_iter must be a positive int, got {n_iter!r}")
+    n_iter = check_int(n_iter, "n_iter")
     # Q given Y_{s0}: the other vertices are y_{s0} plus Gaussian noise of covariance L_rr⁻¹ (per coordinate).
     s0, L = tree.observed[0], tree.laplacian()
     rest = [v for v in range(tree.n_vertices) if v != s0]

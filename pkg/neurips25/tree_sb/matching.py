@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from ..nn import SinusoidalTimeEmbedding
-from ..runtime import lightning_module
+from ..runtime import check_int, lightning_module
 from .tree import Tree, brownian_bridge
 
 # --- bridge matching on every edge (Eq. 15) ----------------------------------------------------
@@ -23,8 +23,7 @@ class EdgeDrifts(torch.nn.Module):
 
     def __init__(self, n_nets: int, dim: int, hidden: Sequence[int] = (64, 64, 64), time_dim: int = 16):
         super().__init__()
-        if not isinstance(n_nets, int) or n_nets < 1:
-            raise ValueError(f"n_nets must be a positive int, got {n_nets!r}")
+        n_nets = check_int(n_nets, "n_nets")
         self.embed = SinusoidalTimeEmbedding(time_dim)
         sizes = [dim + time_dim, *hidden, dim]
         self.W = torch.nn.ParameterList()
@@ -272,8 +271,7 @@ def tree_dsb(tree: Tree, data: Sequence[torch.Tensor], n_iter: int = 3, steps: i
 
     dev = torch.device("cpu") if device is None else torch.device(device)
     N, d = _check_data(tree, data)
-    if not isinstance(n_iter, int) or n_iter < 1:
-        raise ValueError(f"n_iter must be a positive int, got {n_iter!r}")
+    n_iter = check_int(n_iter, "n_iter")
     model = TreeHalfBridge(tree.n_vertices, tree.edges, tree.lengths, tree.observed, tree.sigma, d, hidden, lr,
                            ema_decay=ema_decay).to(dev)
     S, K = tree.observed, len(tree.observed)

@@ -8,6 +8,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from ..runtime import check_int
+
 # --- the tree ----------------------------------------------------------------------------------
 
 @dataclass
@@ -26,9 +28,7 @@ class Tree:
     unobserved: list[int] = field(init=False)
 
     def __post_init__(self):
-        n = self.n_vertices
-        if not isinstance(n, int) or n < 2:
-            raise ValueError(f"n_vertices must be an int >= 2, got {n!r}")
+        self.n_vertices = n = check_int(self.n_vertices, "n_vertices", 2)
         self.edges = [tuple(int(a) for a in e) for e in self.edges]
         self.lengths = [float(x) for x in self.lengths]
         if len(self.lengths) != len(self.edges):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..runtime import check_int
 from .learning import HypothesisPrior, Transition, WorldModel, align, induce_rules, rank_hypotheses
 from .world import (
     CRAFT_ACTIONS,
@@ -357,8 +358,7 @@ def run_world(world: World, method: str, n_iters: int = 5, limit: int | None = 5
     """Alg. 2 in one world: ``n_iters`` episodes (fresh maps, same recipes), memory kept between them.
     ``learn_every="episode"`` re-learns after each episode (Alg. 2); ``"step"`` after every misprediction.
     ``end_at_goal``: end each episode at the diamond instead of running the whole budget (Mars does not)."""
-    if isinstance(n_iters, bool) or not isinstance(n_iters, int) or n_iters < 1:
-        raise ValueError(f"n_iters must be a positive int, got {n_iters!r}")
+    n_iters = check_int(n_iters, "n_iters")
     agent = Agent(method, limit, seed, prior, learn_every)
     stats = [run_episode(agent, MiniMars(world, episode=e, max_steps=max_steps, end_at_goal=end_at_goal))
              for e in range(n_iters)]
@@ -373,8 +373,7 @@ def fit_hypothesis_prior(world_seeds, n_iters: int = 4, n_modifications: int = 3
     :class:`HypothesisPrior` is fitted on everything the agents lived through there. The first round
     starts *uninformed* (all hypotheses equal); each further round explores with the prior just fitted
     and refits on the new experience."""
-    if not isinstance(rounds, int) or rounds < 1:
-        raise ValueError(f"rounds must be a positive int, got {rounds!r}")
+    rounds = check_int(rounds, "rounds")
     prior = None
     for _ in range(rounds):
         runs = []

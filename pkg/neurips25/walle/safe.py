@@ -23,6 +23,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..runtime import check_int
+
 __all__ = ["UnsafeCodeError", "RuleTimeoutError", "CodeRule", "validate_rule_source", "compile_rule",
            "call_limited", "SAFE_BUILTINS"]
 
@@ -123,8 +125,7 @@ def compile_rule(source: str, **limits: int) -> CodeRule:
 
 def call_limited(fn: Callable[..., Any], args: tuple, max_steps: int = 200):
     """Call ``fn(*args)``, raising :class:`RuleTimeoutError` after ``max_steps`` traced line events."""
-    if not isinstance(max_steps, int) or max_steps < 1:
-        raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+    max_steps = check_int(max_steps, "max_steps")
     steps = 0
 
     def tracer(frame, event, arg):

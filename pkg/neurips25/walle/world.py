@@ -13,6 +13,8 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 
+from ..runtime import check_int
+
 __all__ = ["RESOURCES", "TOOLS", "STATIONS", "ITEMS", "CRAFT_ACTIONS", "GOAL", "Recipe", "DEFAULT_RECIPES",
            "World", "sample_world", "succeeds", "obtainable", "MiniMars", "check_action"]
 
@@ -191,10 +193,8 @@ class MiniMars:
                  end_at_goal: bool = False):
         if not isinstance(world, World):
             raise TypeError(f"world must be a World, got {type(world).__name__}")
-        if not isinstance(n_regions, int) or n_regions < 4:
-            raise ValueError(f"n_regions must be an int >= 4, got {n_regions!r}")
-        if not isinstance(max_steps, int) or max_steps < 1:
-            raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+        n_regions = check_int(n_regions, "n_regions", 4)
+        max_steps = check_int(max_steps, "max_steps")
         if not isinstance(end_at_goal, bool):
             raise TypeError(f"end_at_goal must be a bool, got {type(end_at_goal).__name__}")
         self.world, self.n_regions, self.max_steps, self.end_at_goal = world, n_regions, max_steps, end_at_goal
