@@ -405,6 +405,15 @@ def test_distill_smoke_and_chunk_gap(toks):
     batch = data.collate(data.items[:2])
     assert batch["t_input"][0, 0] == bpe.bos_token_id and batch["t_input"][0, 1:len(ids_t)].tolist() == ids_t[:-1]
     assert batch["t_target"][0, :len(ids_t)].tolist() == ids_t and batch["t_mask"][0].sum() == len(ids_t)
+    # collated for one method: only what it reads, identical to the full batch's tensors
+    own = {"sft": set(), "uld": {"uld_p_t", "uld_mask"}, "mined": {"mined_lp_t", "mined_one_to_one"},
+           "dskd": {"t_input", "t_target", "t_mask", "t_hidden", "t_logits"}}
+    for method, keys in own.items():
+        part = data.collate(data.items[:2], method=method)
+        assert set(batch) - set(part) == set().union(*own.values()) - keys
+        assert all(torch.equal(v, batch[k]) for k, v in part.items())
+    with pytest.raises(ValueError, match="method"):
+        data.loader(2, method="bogus")
     assert math.isfinite(ct.bits_per_byte(student, tok_s, corpus[:4]))
     with pytest.raises(ValueError, match="method"):
         ct.CrossTokenizerDistiller(student, "bogus")

@@ -31,6 +31,7 @@ vocabulary). Everything here is plain tensor code except the training loop, a ``
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import random
 from typing import Any, Sequence
@@ -596,7 +597,9 @@ class DistillData:
     def __len__(self) -> int:
         return len(self.items)
 
-    def collate(self, batch: list[dict]) -> dict[str, torch.Tensor]:
+    def collate(self, batch: list[dict], method: str | None = None) -> dict[str, torch.Tensor]:
+        """Pads a batch of items into tensors. With ``method`` only what that method reads is built (the
+        teacher's dense distributions for ULD, MinED and DSKD are the costly part); ``None`` builds all."""
         x, m = _batch([b["ids"] for b in batch], self.tok_s, "cpu")
         out = {"input_ids": x, "attention_mask": m}
         N = x.shape[1] - 1
@@ -608,36 +611,46 @@ class DistillData:
                 cs, lt = b[key]
                 idx[i, : len(cs)], lpt[i, : len(lt)], cm[i, : len(lt)] = cs, lt, 1
             out.update({f"{key}_idx": idx, f"{key}_lp_t": lpt, f"{key}_mask": cm})
-        C = out["word_lp_t"].shape[1]
-        end = torch.full((len(batch), C), -1, dtype=torch.long)
-        V = batch[0]["uld"].shape[-1]
-        p_t, um = torch.zeros(len(batch), N, V), torch.zeros(len(batch), N)
+        end = torch.full((len(batch), out["word_lp_t"].shape[1]), -1, dtype=torch.long)
         for i, b in enumerate(batch):
             end[i, : len(b["word_end"])] = b["word_end"]
-            k = min(len(b["ids"]), len(b["uld"]))
-            p_t[i, :k], um[i, :k] = b["uld"][:k], 1
-        out.update({"word_end": end, "uld_p_t": p_t, "uld_mask": um})
-        lq, one = torch.zeros(len(batch), N, batch[0]["mined"][1].shape[-1]), torch.zeros(len(batch), N)
-        for i, b in enumerate(batch):
-            k, lp_k = b["mined"]
-            lq[i, k], one[i, k] = lp_k, 1
-        out.update({"mined_lp_t": lq, "mined_one_to_one": one})
-        # DSKD: the teacher's own sequence; position k reads token k - 1 (BOS at 0) and predicts token k
-        Nt = max(len(b["dskd"][0]) for b in batch)
-        d, V = batch[0]["dskd"][1].shape[-1], batch[0]["dskd"][2].shape[-1]
-        t_in, t_tgt = torch.zeros(len(batch), Nt, dtype=torch.long), torch.zeros(len(batch), Nt, dtype=torch.long)
-        t_mask, t_h, t_z = torch.zeros(len(batch), Nt), torch.zeros(len(batch), Nt, d), torch.zeros(len(batch), Nt, V)
-        for i, b in enumerate(batch):
-            ids_t, h, z = b["dskd"]
-            n = len(ids_t)
-            t_in[i, 0], t_in[i, 1:n], t_tgt[i, :n] = self.bos_t, ids_t[:-1], ids_t
-            t_mask[i, :n], t_h[i, :n], t_z[i, :n] = 1, h, z
-        out.update({"t_input": t_in, "t_target": t_tgt, "t_mask": t_mask, "t_hidden": t_h, "t_logits": t_z})
+        out["word_end"] = end
+        if method in (None, "uld"):
+            V = batch[0]["uld"].shape[-1]
+            p_t, um = torch.zeros(len(batch), N, V), torch.zeros(len(batch), N)
+            for i, b in enumerate(batch):
+                k = min(len(b["ids"]), len(b["uld"]))
+                p_t[i, :k], um[i, :k] = b["uld"][:k], 1
+            out.update({"uld_p_t": p_t, "uld_mask": um})
+        if method in (None, "mined"):
+            lq, one = torch.zeros(len(batch), N, batch[0]["mined"][1].shape[-1]), torch.zeros(len(batch), N)
+            for i, b in enumerate(batch):
+                k, lp_k = b["mined"]
+                lq[i, k], one[i, k] = lp_k, 1
+            out.update({"mined_lp_t": lq, "mined_one_to_one": one})
+        if method in (None, "dskd"):
+            # the teacher's own sequence; position k reads token k - 1 (BOS at 0) and predicts token k
+            Nt = max(len(b["dskd"][0]) for b in batch)
+            d, V = batch[0]["dskd"][1].shape[-1], batch[0]["dskd"][2].shape[-1]
+            t_in = torch.zeros(len(batch), Nt, dtype=torch.long)
+            t_tgt = torch.zeros(len(batch), Nt, dtype=torch.long)
+            t_mask, t_h, t_z = (torch.zeros(len(batch), Nt), torch.zeros(len(batch), Nt, d),
+                                torch.zeros(len(batch), Nt, V))
+            for i, b in enumerate(batch):
+                ids_t, h, z = b["dskd"]
+                n = len(ids_t)
+                t_in[i, 0], t_in[i, 1:n], t_tgt[i, :n] = self.bos_t, ids_t[:-1], ids_t
+                t_mask[i, :n], t_h[i, :n], t_z[i, :n] = 1, h, z
+            out.update({"t_input": t_in, "t_target": t_tgt, "t_mask": t_mask, "t_hidden": t_h, "t_logits": t_z})
         return out
 
-    def loader(self, batch_size: int, seed: int = 0) -> DataLoader:
+    def loader(self, batch_size: int, seed: int = 0, method: str | None = None) -> DataLoader:
+        """Shuffled batches (order fixed by ``seed``), collated for ``method`` (``None``: every method)."""
+        if method is not None and method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS} or None, got {method!r}")
         g = torch.Generator().manual_seed(seed)
-        return DataLoader(self.items, batch_size=batch_size, shuffle=True, generator=g, collate_fn=self.collate)
+        return DataLoader(self.items, batch_size=batch_size, shuffle=True, generator=g,
+                          collate_fn=functools.partial(self.collate, method=method))
 
 
 class CrossTokenizerDistiller(L.LightningModule):
@@ -748,6 +761,6 @@ def distill(student, data: DistillData, method: str, *, steps: int = 100, batch_
     trainer = make_trainer(max_epochs=None, max_steps=steps, limit_val_batches=0, num_sanity_val_steps=0,
                            **trainer_kwargs)
     student.train()
-    trainer.fit(module, train_dataloaders=data.loader(batch_size, seed))
+    trainer.fit(module, train_dataloaders=data.loader(batch_size, seed, method))
     student.eval()
     return module

@@ -29,8 +29,8 @@ SEEDS = {
                  n_embd=256, n_layer=4, teacher_steps=2000, steps=500, lr=1e-3, tau=10.0, batch_size=64,
                  noise=0.8),
 }
-# large → small: the notebook's methods and DSKD (the paper's table also runs MinED, not run here)
-SMALL_METHODS = ("sft", "alm", "alm+sft", "dskd")
+# large → small: the notebook's methods and the paper's two baselines there, DSKD and MinED
+SMALL_METHODS = ("sft", "alm", "alm+sft", "dskd", "mined")
 # The byte-level transfer's training-length study (registered after the 150-step result).
 BYTE_STEPS = [150, 300, 600, 1200]
 BYTE_STEPS_METHODS = ("sft", "alm+sft")
