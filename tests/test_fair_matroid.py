@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from neurips25.fair_matroid import (
+    AcceptAll,
     FirstFitFair,
     GraphicMatroid,
     Greedy,
@@ -17,9 +18,16 @@ from neurips25.fair_matroid import (
     alg1_colours,
     alg3_accept_batch,
     alg3_acceptance_mc,
+    alg3_orient,
+    alg3_q,
+    alg3_sample_sizes,
     arboricity,
     arboricity_bruteforce,
     complete_graph,
+    cor4_acceptance_mc,
+    cor4_algorithm,
+    cor4_d,
+    d_levels,
     first_fit_colours,
     first_fit_worst_case,
     hill_climb,
@@ -28,6 +36,7 @@ from neurips25.fair_matroid import (
     partition_matroid,
     random_laminar,
     spanning_tree_union,
+    u_position,
 )
 
 
@@ -202,26 +211,106 @@ def test_uniform_colouring_exactly_alpha_fair():
     assert (hits == 1).all()  # each element in exactly one of the alpha classes: Pr = 1/alpha
 
 
-def test_alg3_online_matches_vectorised_and_outputs_forests():
-    M = spanning_tree_union(14, 3, seed=2)
+def _run_alg3(M, d, order, n1, n2):
+    """Alg. 3 on a fixed order with fixed sample sizes (the first n1 arrivals are S1, the next n2 S2)."""
+    alg = RandomOrderGraphicFair(M, d, rng=0)
+    alg.n1, alg.n2 = n1, n2
+    for e in order:
+        alg.offer(int(e))
+    return alg
+
+
+def test_alg3_orientation_s1_up_s2_down():
+    # edges given in both endpoint orders: orientation depends on the labels, not on how an edge is written
+    M = GraphicMatroid([(0, 2), (3, 1), (1, 2), (2, 0)], 4)
+    H = alg3_orient(M, S1=[0, 1], S2=[2, 3])
+    assert H.tolist() == [[0, 2], [1, 3], [2, 1], [2, 0]]  # S1: u -> v, S2: v -> u for u < v
+    assert alg3_orient(M, [], []).shape == (0, 2)
+
+
+def test_d_levels_peel_by_out_degree_on_hand_made_graphs():
+    # 0 -> 1, 0 -> 2, 1 -> 2, d = 1: out-degrees 2, 1, 0, so 1 and 2 go in round 0, then 0 in round 1.
+    # Undirected degree (2, 2, 2) would peel nothing at d = 1: the orientation matters.
+    assert d_levels(3, [(0, 1), (0, 2), (1, 2)], 1).tolist() == [1, 0, 0]
+    # a directed 3-cycle: every out-degree is 1, so nothing goes at d = 0 (level inf) and all at d = 1
+    cyc = [(0, 1), (1, 2), (2, 0)]
+    assert np.isinf(d_levels(3, cyc, 0)).all() and d_levels(3, cyc, 1).tolist() == [0, 0, 0]
+    # a directed path 3 -> 2 -> 1 -> 0 at d = 0: one vertex per round; vertex 4 has no arcs: level 0
+    assert d_levels(5, [(3, 2), (2, 1), (1, 0)], 0).tolist() == [0, 1, 2, 3, 0]
+    # only out-arcs to vertices still present count: 0 -> 1 -> 2 -> 0 plus 0 -> 3 at d = 1:
+    # 1, 2, 3 go in round 0 (out-degree 1, 1, 0), then 0 (its arcs now lead to removed vertices)
+    assert d_levels(4, cyc + [(0, 3)], 1).tolist() == [1, 0, 0, 0]
+
+
+def test_u_position_decreasing_level_ties_by_label():
+    key = u_position(np.array([1, 0, 2, 0, np.inf, 1]))
+    assert np.argsort(key).tolist() == [4, 2, 0, 5, 1, 3]  # inf first, then levels 2, 1, 0; labels up
+    batch = u_position(np.array([[0.0, 1.0], [1.0, 0.0]]))
+    assert (np.argsort(batch, axis=1) == [[1, 0], [0, 1]]).all()
+
+
+def test_alg3_accepts_first_edge_per_later_endpoint_on_a_hand_made_run():
+    # vertices 0..3; S1 = {(0,1), (0,2)}, S2 = {(1,2)} -> H: 0 -> 1, 0 -> 2, 2 -> 1; at d = 1 the
+    # out-degrees are 2, 0, 1: 1 and 2 get level 0, then 0 level 1; 3 has no arcs (level 0).
+    # U = 0, 1, 2, 3. Online: (1,3), (2,3) both have later endpoint 3: only the first is accepted;
+    # (1,2) has later endpoint 2: accepted; (0,3) later endpoint 3: refused.
+    M = GraphicMatroid([(0, 1), (0, 2), (1, 2), (1, 3), (2, 3), (1, 2), (0, 3)], 4)
+    alg = _run_alg3(M, 1, range(M.n), n1=2, n2=1)
+    assert alg.S1 == [0, 1] and alg.S2 == [2]
+    assert alg.level.tolist() == [1, 0, 0, 0]
+    assert np.argsort(alg.position).tolist() == [0, 1, 2, 3]
+    assert alg.accepted == [3, 5]  # (1,3) and the second copy of (1,2)
+    assert M.is_independent(alg.accepted)
+
+
+def test_alg3_output_always_a_forest_and_online_matches_vectorised():
     rng = np.random.default_rng(0)
-    pos = np.argsort(rng.random((30, M.n)), axis=1).argsort(axis=1)
-    A = alg3_accept_batch(M, 6, pos)
-    for t in range(30):
-        alg = RandomOrderGraphicFair(M, 6)
-        for e in np.argsort(pos[t]):
-            alg.offer(int(e))
-        mask = np.zeros(M.n, bool)
-        mask[alg.accepted] = True
-        assert (mask == A[t]).all()
-        assert M.is_independent(np.flatnonzero(A[t]))
+    for M, d in [(spanning_tree_union(14, 3, seed=2), 5), (complete_graph(7), 1),
+                 (complete_graph(7), 40), (first_fit_worst_case(4, 2)[0], 3)]:
+        T = 25
+        pos = np.argsort(rng.random((T, M.n)), axis=1).argsort(axis=1)
+        sizes = np.array([alg3_sample_sizes(M.n, d, rng) for _ in range(T)])
+        A = alg3_accept_batch(M, d, pos, sizes)
+        for t in range(T):
+            alg = _run_alg3(M, d, np.argsort(pos[t]), *sizes[t])
+            mask = np.zeros(M.n, bool)
+            mask[alg.accepted] = True
+            assert (mask == A[t]).all()
+            assert M.is_independent(alg.accepted)
+            assert not mask[pos[t] < sizes[t].sum()].any()  # sample edges are never accepted
+
+
+def test_alg3_sample_sizes_follow_the_sampling_model():
+    q = alg3_q(16)
+    assert q == pytest.approx(1 / 6)  # q = 1 / (3 d^(1/4))
+    s = np.array([alg3_sample_sizes(600, 16, seed) for seed in range(400)])
+    assert (s.sum(1) <= 600).all()
+    mean = s.mean(0) / 600
+    assert np.allclose(mean, (1 - q) / 2, atol=0.005)  # p1 = p2 = (1 - q)/2
+    assert alg3_sample_sizes(0, 3, 0) == (0, 0)
 
 
 def test_alg3_fairness_within_lemma15_bound():
-    M = complete_graph(10)  # alpha = 5, d = 2 alpha
-    est = alg3_acceptance_mc(M, 10, 1500, seed=0)
-    assert est.lower.min() > 0
-    assert est.f_upper < lemma15_bound(10)["f"]
+    M = complete_graph(10)  # alpha = 5, Cor. 4: d = 2 alpha - 1 = 9
+    est = alg3_acceptance_mc(M, cor4_d(5), 1500, seed=0)
+    assert est.all_independent and est.lower.min() > 0
+    assert est.f_upper < lemma15_bound(9)["f"]
+
+
+def test_cor4_uses_d_two_alpha_minus_one_and_accepts_all_at_alpha_one():
+    assert [cor4_d(a) for a in (2, 3, 8)] == [3, 5, 15]
+    M = spanning_tree_union(10, 2, seed=0)
+    alg = cor4_algorithm(M, 2, rng=0)
+    assert isinstance(alg, RandomOrderGraphicFair) and alg.d == 3
+    tree = spanning_tree_union(8, 1, seed=0)
+    assert isinstance(cor4_algorithm(tree, 1), AcceptAll)
+    est = cor4_acceptance_mc(tree, 1, 30, seed=0)
+    assert (est.p == 1).all() and est.all_independent  # 1-fair on a forest
+    alg = AcceptAll(complete_graph(3))
+    alg.offer(0)
+    alg.offer(1)
+    with pytest.raises(ValueError, match="closes a cycle"):
+        alg.offer(2)
 
 
 def test_lemma15_bound_tends_to_two_d():
@@ -298,15 +387,36 @@ def test_forest_rows_matches_is_independent_and_checks_its_input():
 
 
 def test_audit_input_checks():
-    from neurips25.fair_matroid import FairnessEstimate, alg3_split
+    from neurips25.fair_matroid import FairnessEstimate
 
     M = complete_graph(4)
     with pytest.raises(ValueError, match="d must be a positive int"):
         RandomOrderGraphicFair(M, True)
     with pytest.raises(ValueError, match="d must be a positive int"):
-        alg3_split(6, True)
-    with pytest.raises(ValueError, match="m must be an int >= 0"):
-        alg3_split(-1, 2)
+        RandomOrderGraphicFair(M, 0)
+    with pytest.raises(TypeError, match="GraphicMatroid"):
+        RandomOrderGraphicFair(UniformMatroid(2, 4), 3)
+    with pytest.raises(TypeError, match="GraphicMatroid"):
+        AcceptAll(UniformMatroid(2, 4))
+    with pytest.raises(ValueError, match="d must be a positive int"):
+        alg3_sample_sizes(6, True)
+    with pytest.raises(ValueError, match="n must be a non-negative int"):
+        alg3_sample_sizes(-1, 2)
+    with pytest.raises(ValueError, match="unknown element"):
+        alg3_orient(M, [0, 99], [])
+    with pytest.raises(ValueError, match="H must hold vertices"):
+        d_levels(3, [(0, 3)], 1)
+    with pytest.raises(ValueError, match="d must be a non-negative int"):
+        d_levels(3, [(0, 1)], -1)
+    with pytest.raises(ValueError, match="alpha must be >= 2"):
+        cor4_d(1)
+    with pytest.raises(ValueError, match="alpha must be a positive int"):
+        cor4_algorithm(M, 0)
+    pos = np.arange(M.n)[None, :]
+    with pytest.raises(ValueError, match="sizes must have shape"):
+        alg3_accept_batch(M, 3, pos, np.array([[4, 4]]))  # more sample than elements
+    with pytest.raises(ValueError, match="sizes must have shape"):
+        alg3_accept_batch(M, 3, pos, np.array([1, 1]))
     with pytest.raises(ValueError, match="d must be a positive int"):
         lemma15_bound(True)
     L = LaminarMatroid(4, [[0, 1, 2, 3]], [4])  # arboricity 1: True would act as alpha = 1

@@ -6,15 +6,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ..runtime import check_int
 from .matroids import GraphicMatroid, LaminarMatroid, UniformMatroid, _Matroid
-
-
-def _check_count(v, name: str, low: int = 1) -> int:
-    """An int >= ``low``; bools are rejected (True would silently act as 1)."""
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-        kind = "a positive int" if low == 1 else f"an int >= {low}"
-        raise ValueError(f"{name} must be {kind}, got {v!r}")
-    return int(v)
 
 
 def _rng(rng) -> np.random.Generator:
@@ -112,7 +105,7 @@ def first_fit_colours(M: _Matroid, order: Sequence[int]) -> np.ndarray:
 
 def alg1_colours(alpha: int, k: int) -> int:
     """m = ceil(alpha (ln k + 1)), Alg. 1's number of colours and its fairness factor."""
-    alpha, k = _check_count(alpha, "alpha"), _check_count(k, "k")  # ln 0 is undefined; alpha = 0 gives m = 0
+    alpha, k = check_int(alpha, "alpha"), check_int(k, "k")  # ln 0 is undefined; alpha = 0 gives m = 0
     return math.ceil(alpha * (math.log(k) + 1))
 
 
@@ -172,75 +165,152 @@ class UniformFair(_Online):
         return (len(self._seen) - 1) % self.alpha == self.r
 
 
-def alg3_split(m: int, d: int) -> tuple[int, int, float]:
-    """Alg. 3's sampling: q = d^(-1/4)/3; the first floor((1-q)/2 m) arrivals form S1, up to
-    floor((1-q) m) form S2, the rest R. In random order these are uniform random subsets."""
-    m, d = _check_count(m, "m", low=0), _check_count(d, "d")
-    q = d ** -0.25 / 3
-    return int(math.floor((1 - q) / 2 * m)), int(math.floor((1 - q) * m)), q
+def alg3_q(d: int) -> float:
+    """Alg. 3's unsampled share q = 1 / (3 d^(1/4)) (printed in Alg. 3 and used in Lemma 16; Lemma 12
+    once writes q = d^(-1/4), which its own arithmetic does not use)."""
+    return check_int(d, "d") ** -0.25 / 3
 
 
-def _peel_levels(n_vertices: int, E: np.ndarray, d: int) -> np.ndarray:
-    """Level of each vertex: repeatedly remove every vertex with at most d remaining sample edges
-    (all with minimum degree if none qualifies). Vertices peeled early are 'late' in the order."""
-    level = np.full(n_vertices, -1)
-    alive_e = np.ones(len(E), bool)
-    t = 0
-    while (level < 0).any():
-        deg = np.bincount(E[alive_e].ravel(), minlength=n_vertices)
-        cand = (level < 0) & (deg <= d)
-        if not cand.any():
-            cand = (level < 0) & (deg == deg[level < 0].min())
-        level[cand] = t
-        alive_e &= ~cand[E[:, 0]] & ~cand[E[:, 1]]
-        t += 1
+def alg3_sample_sizes(n: int, d: int, rng=None) -> tuple[int, int]:
+    """(|S1|, |S2|) for a random-order stream of n elements. Alg. 3 lives in the sampling model (Def. 5):
+    each element goes to S1 or S2 with probability p1 = p2 = (1 - q)/2 each, else to the online part T.
+    Thm 18 runs it in random order by drawing the three sizes from Multinomial(n; p1, p2, q) and taking
+    the first |S1| arrivals as S1, the next |S2| as S2; the rest is T."""
+    n, q = check_int(n, "n", low=0), alg3_q(d)
+    s1, s2, _ = _rng(rng).multinomial(n, [(1 - q) / 2, (1 - q) / 2, q])
+    return int(s1), int(s2)
+
+
+def alg3_orient(M: GraphicMatroid, S1: Sequence[int], S2: Sequence[int]) -> np.ndarray:
+    """The directed graph H of Alg. 3 as a (|S1| + |S2|, 2) array of (tail, head) rows: an edge (u, v)
+    with u < v is inserted as u -> v if it is in S1 and as v -> u if it is in S2. Parallel edges stay
+    separate arcs (the graphic matroid counts them separately)."""
+    S1 = np.asarray([M._check(e) for e in S1], dtype=np.int64)
+    S2 = np.asarray([M._check(e) for e in S2], dtype=np.int64)
+    lo, hi = M.E.min(1), M.E.max(1)
+    return np.stack([np.concatenate([lo[S1], hi[S2]]), np.concatenate([hi[S1], lo[S2]])], axis=1)
+
+
+def d_levels(n_vertices: int, H: np.ndarray, d: int) -> np.ndarray:
+    """The d-level of Def. 4 on a directed graph with arcs ``H[i] = (tail, head)``: in iteration
+    j = 0, 1, ... remove every remaining vertex whose out-degree (arcs to remaining vertices) is at most
+    d and give it level j; vertices left when none qualifies get level inf. A float array."""
+    n_vertices, d = check_int(n_vertices, "n_vertices"), check_int(d, "d", low=0)
+    H = np.asarray(H, dtype=np.int64).reshape(-1, 2)
+    if len(H) and (H.min() < 0 or H.max() >= n_vertices):
+        raise ValueError(f"H must hold vertices in [0, {n_vertices}), got range [{H.min()}, {H.max()}]")
+    level, alive, j = np.full(n_vertices, np.inf), np.ones(n_vertices, bool), 0
+    while alive.any():
+        arcs = alive[H[:, 0]] & alive[H[:, 1]]
+        peel = alive & (np.bincount(H[arcs, 0], minlength=n_vertices) <= d)
+        if not peel.any():
+            break
+        level[peel], alive, j = j, alive & ~peel, j + 1
     return level
 
 
+def u_position(level: np.ndarray) -> np.ndarray:
+    """A sort key for Alg. 3's vertex order U (larger = later): decreasing d-level, ties by vertex
+    label (smaller label first). ``level`` is (..., n) over vertices 0..n-1; finite levels are below
+    n (each peeling round removes a vertex), so inf is mapped to n."""
+    level = np.asarray(level, dtype=float)
+    nv = level.shape[-1]
+    lev = np.where(np.isinf(level), nv, level).astype(np.int64)
+    return (nv - lev) * nv + np.arange(nv)
+
+
 class RandomOrderGraphicFair(_Online):
-    """A RECONSTRUCTION of Alg. 3 (random order, graphic), (4 + o(1)) alpha-fair with d ~ 2 alpha in the
-    paper. Built from a summary, not the paper's pseudocode (its full text was not available to us). Known
-    or possible differences: the summary orients the sampled edges and peels by out-degree <= d, we peel
-    by undirected degree <= d; we learn the order from S1 and never use S2; when no vertex qualifies we
-    peel the minimum-degree vertices (our fallback); ties go to the larger index. Sample edges are rejected. After
-    the sample, vertices are ordered by decreasing peeling level of the S1 graph (ties: larger index is
-    later), which approximates a degeneracy order. An edge of R is charged to its later endpoint b and
-    accepted iff no edge charged to b was accepted before: each vertex keeps at most one edge to an
-    earlier vertex, so the output is always a forest."""
+    """Alg. 3 of the paper (Sec. 4.1), random order, graphic matroids: (2 + o(1)) d-fair on d-degenerate
+    graphs for d >= 3 (Thm 15). As printed:
+
+    1. q = 1/(3 d^(1/4)); samples S1, S2 with p1 = p2 = (1 - q)/2 (sizes: ``alg3_sample_sizes``).
+       Sample edges are never accepted.
+    2. H: each (u, v) in S1 with u < v as u -> v, each (u, v) in S2 with u < v as v -> u.
+    3. U: the vertices ordered by decreasing d-level of H (Def. 4, out-degree), ties by vertex label.
+    4. For each later edge e = (u, v): an endpoint not yet in U gets d-level 0 and its place in U; order
+       (u, v) as (a, b) with a before b in U; accept e iff no edge with later endpoint b was accepted.
+
+    Every vertex keeps at most one edge to an earlier vertex of U, so the output is always a forest,
+    whatever d. In the random-order model the samples are the first |S1| and the next |S2| arrivals,
+    the sizes drawn from Multinomial(n; p1, p2, q) (Thm 18); ``rng`` draws only these sizes, everything
+    else is decided by the arrival order. Readings where the text leaves a choice: ties go to the
+    smaller label first; a vertex new to U is placed by the same rule (level 0, then label), so U is
+    the d-level order of H over all vertices of G (a vertex without arcs has out-degree 0, level 0);
+    parallel edges are separate arcs of H; a vertex the peeling never removes (level inf, impossible
+    when G is d-degenerate, as Thm 15 assumes) comes first in U, as "decreasing l_d" puts it."""
 
     def __init__(self, M: GraphicMatroid, d: int, rng=None):
         super().__init__(M)
         if not isinstance(M, GraphicMatroid):
             raise TypeError(f"M must be a GraphicMatroid, got {type(M).__name__}")
-        self.d = int(d)
-        self.m1, self.mS, self.q = alg3_split(M.n, d)
+        self.d, self.q = check_int(d, "d"), alg3_q(d)
+        self.n1, self.n2 = alg3_sample_sizes(M.n, self.d, rng)
         self.S1: list[int] = []
-        self.key = None  # vertex order key: larger = later
-        self.used = np.zeros(M.n_vertices, bool)
+        self.S2: list[int] = []
+        self.level = self.position = None  # d-levels of H and the order U, set when the sample ends
+        self.has_accepted = np.zeros(M.n_vertices, bool)  # per later endpoint b
 
     def _decide(self, e: int) -> bool:
         t = len(self._seen) - 1
-        if t < self.m1:
-            self.S1.append(e)
-        if t < self.mS:
+        if t < self.n1 + self.n2:
+            (self.S1 if t < self.n1 else self.S2).append(e)
             return False
-        if self.key is None:
-            lev = _peel_levels(self.M.n_vertices, self.M.E[self.S1], self.d)
-            self.key = -lev * self.M.n_vertices + np.arange(self.M.n_vertices)
+        if self.position is None:
+            H = alg3_orient(self.M, self.S1, self.S2)
+            self.level = d_levels(self.M.n_vertices, H, self.d)
+            self.position = u_position(self.level)
         u, v = self.M.edges[e]
-        b = u if self.key[u] > self.key[v] else v
-        if self.used[b]:
+        b = u if self.position[u] > self.position[v] else v
+        if self.has_accepted[b]:
             return False
-        self.used[b] = True
+        self.has_accepted[b] = True
         return True
 
 
+class AcceptAll(_Online):
+    """Cor. 4 at alpha = 1: the graph is a forest, so accepting every element is valid and 1-fair. An
+    edge that closes a cycle means alpha = 1 was understated: ``ValueError``."""
+
+    def __init__(self, M: GraphicMatroid, rng=None):
+        super().__init__(M)
+        if not isinstance(M, GraphicMatroid):
+            raise TypeError(f"M must be a GraphicMatroid, got {type(M).__name__}")
+        self.state = M.new_state()
+
+    def _decide(self, e: int) -> bool:
+        if not self.state.can_add(e):
+            raise ValueError(f"edge {e} closes a cycle: the graph is not a forest, so alpha = 1 "
+                             "understates its arboricity")
+        self.state.add(e)
+        return True
+
+
+def cor4_d(alpha: int) -> int:
+    """Cor. 4's degeneracy parameter for an alpha-knowing run of Alg. 3: d = 2 alpha - 1. A graph of
+    arboricity alpha is (2 alpha - 1)-degenerate (Thm 13: degeneracy < 2 alpha), and alpha >= 2 gives the
+    d >= 3 that Thm 15 needs; at alpha = 1 Cor. 4 accepts everything instead (``AcceptAll``)."""
+    alpha = check_int(alpha, "alpha")
+    if alpha < 2:
+        raise ValueError(f"alpha must be >= 2 for Alg. 3 (at alpha = 1 Cor. 4 accepts every element), "
+                         f"got {alpha}")
+    return 2 * alpha - 1
+
+
+def cor4_algorithm(M: GraphicMatroid, alpha: int, rng=None) -> _Online:
+    """Cor. 4's alpha-knowing, (4 + o(1)) alpha-fair algorithm for random order: ``AcceptAll`` when
+    alpha = 1, else Alg. 3 with d = 2 alpha - 1."""
+    alpha = check_int(alpha, "alpha")
+    return AcceptAll(M) if alpha == 1 else RandomOrderGraphicFair(M, cor4_d(alpha), rng=rng)
+
+
 def lemma15_bound(d: int) -> dict[str, float]:
-    """Explicit Lemma 15 bound: Pr[accept] >= (1 - 2P) q / (b - d) with q = d^(-1/4)/3,
-    x = 2q/(1+q), delta = d^(-1/8), b = ceil(d / (1 - x(1+delta))), P = exp(-x b delta^2 / 3).
-    Returns the pieces and f = 1/bound (inf when the bound is vacuous)."""
-    d = _check_count(d, "d")
-    q = d ** -0.25 / 3
+    """Explicit Lemma 15 bound on Alg. 3's acceptance probability (App. C.9; Lemma 16 shows it positive
+    for d >= 3): Pr[accept] >= (1 - 2P) q / (b - d) with q = d^(-1/4)/3, x = 2q/(1+q), delta = d^(-1/8),
+    b = ceil(d / (1 - x(1+delta))), P = exp(-x b delta^2 / 3). Returns the pieces and f = 1/bound (inf
+    when the bound is vacuous). Cor. 4 runs Alg. 3 at d = 2 alpha - 1, so its bound on f / alpha is
+    ``lemma15_bound(2 * alpha - 1)["f"] / alpha``."""
+    d = check_int(d, "d")
+    q = alg3_q(d)
     x, delta = 2 * q / (1 + q), d ** -0.125
     if x * (1 + delta) >= 1:
         return dict(q=q, x=x, delta=delta, b=math.inf, P=1.0, p=0.0, f=math.inf)

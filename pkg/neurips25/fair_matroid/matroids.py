@@ -10,6 +10,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from ..runtime import check_int
+
 
 class _Matroid:
     n: int
@@ -73,8 +75,7 @@ class GraphicMatroid(_Matroid):
     """Edges of a graph; independent = acyclic (a forest). Oracle: union-find."""
 
     def __init__(self, edges: Sequence[tuple[int, int]], n_vertices: int):
-        if not isinstance(n_vertices, (int, np.integer)) or n_vertices < 1:
-            raise ValueError(f"n_vertices must be a positive int, got {n_vertices!r}")
+        n_vertices = check_int(n_vertices, "n_vertices")
         E = np.asarray(edges, dtype=np.int64).reshape(-1, 2) if len(edges) else np.zeros((0, 2), np.int64)
         if len(E) and (E.min() < 0 or E.max() >= n_vertices):
             raise ValueError(f"edges must join vertices in [0, {n_vertices}), got range [{E.min()}, {E.max()}]")
@@ -103,8 +104,7 @@ class LaminarMatroid(_Matroid):
     """I independent iff |I ∩ F| <= c_F for every F in a laminar family (any two sets nested or disjoint)."""
 
     def __init__(self, n: int, family: Sequence[Iterable[int]], capacities: Sequence[int]):
-        if not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"n must be a positive int, got {n!r}")
+        n = check_int(n, "n")
         self.n = int(n)
         fam = [frozenset(self._check(e) for e in F) for F in family]
         if len(fam) != len(capacities):
@@ -136,8 +136,7 @@ class UniformMatroid(LaminarMatroid):
     """U(k, n): any set of at most k elements is independent (a laminar family with one set)."""
 
     def __init__(self, k: int, n: int):
-        if not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive int, got {k!r}")
+        k = check_int(k, "k")
         super().__init__(n, [range(n)], [k])
         self.k = int(k)
 
@@ -157,8 +156,7 @@ def partition_matroid(blocks: Sequence[int], capacities: Sequence[int]) -> Lamin
 def matroid_partition(M: _Matroid, k: int) -> list[set[int]] | None:
     """Cover E by k independent sets, or None if impossible (Edmonds 1965: augment along a
     shortest path in the exchange graph; y -> z when I_i - z + y is independent)."""
-    if not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be a positive int, got {k!r}")
+    k = check_int(k, "k")
     parts: list[set[int]] = [set() for _ in range(k)]
     where: dict[int, int] = {}
     for x in range(M.n):
@@ -246,16 +244,14 @@ def spanning_tree_union(n_vertices: int, alpha: int, seed: int = 0) -> GraphicMa
 
 def complete_graph(n_vertices: int) -> GraphicMatroid:
     """K_n: arboricity ceil(n/2) (Nash-Williams), rank n - 1."""
-    if not isinstance(n_vertices, (int, np.integer)) or n_vertices < 2:
-        raise ValueError(f"n_vertices must be an int >= 2, got {n_vertices!r}")
+    n_vertices = check_int(n_vertices, "n_vertices", 2)
     return GraphicMatroid(list(combinations(range(n_vertices), 2)), n_vertices)
 
 
 def random_laminar(n: int, seed: int = 0, max_children: int = 3, min_size: int = 2) -> LaminarMatroid:
     """A random laminar family (recursive splits of a shuffled ground set) with capacities
     c_F = max(1, round(|F| / rho)), rho ~ U[1.2, 4]."""
-    if not isinstance(n, (int, np.integer)) or n < 2:
-        raise ValueError(f"n must be an int >= 2, got {n!r}")
+    n = check_int(n, "n", 2)
     rng = np.random.default_rng(seed)
     fam: list[list[int]] = []
 
@@ -286,8 +282,7 @@ def first_fit_worst_case(levels: int, copies: int = 1) -> tuple[GraphicMatroid, 
     2^(levels-1) > copies. Returns the matroid and the adversarial order (0, 1, ..., |E|-1).
     """
     for name, v in (("levels", levels), ("copies", copies)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+        check_int(v, name)
     if levels > 16:
         raise ValueError(f"levels must be <= 16 (the graph has 2^levels edges), got {levels}")
     edges: list[tuple[int, int]] = []

@@ -11,8 +11,8 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.stats import beta as _beta
 
-from ..runtime import cap
-from .algorithms import _Online, alg3_split
+from ..runtime import cap, check_int
+from .algorithms import AcceptAll, _Online, alg3_q, u_position
 from .matroids import GraphicMatroid, _Matroid
 
 # Under NEURIPS25_SMOKE=1 (a bounded test run of any configuration) every Monte Carlo estimate uses at
@@ -82,8 +82,7 @@ def acceptance_mc(make_alg: Callable[[np.random.Generator], _Online], M: _Matroi
                   order: str | Sequence[int] = "random", seed: int = 0, level: float = 0.05) -> FairnessEstimate:
     """Run ``make_alg(rng)`` on ``M`` ``n_trials`` times; ``order`` is "random" (fresh uniform order per
     trial) or a fixed permutation (an oblivious adversary). Checks every output for independence."""
-    if isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer)) or n_trials < 1:
-        raise ValueError(f"n_trials must be a positive int, got {n_trials!r}")
+    n_trials = check_int(n_trials, "n_trials")
     n_trials = cap(n_trials, SMOKE_TRIALS)
     if isinstance(order, str):
         if order != "random":
@@ -102,36 +101,38 @@ def acceptance_mc(make_alg: Callable[[np.random.Generator], _Online], M: _Matroi
     return FairnessEstimate(counts, n_trials, bool(ok), level)
 
 
-def alg3_accept_batch(M: GraphicMatroid, d: int, pos: np.ndarray) -> np.ndarray:
-    """(Reconstructed) Alg. 3's decisions for a batch of arrival orders, vectorised over trials: ``pos[t, e]`` is the
-    arrival time of edge e in trial t; returns the (T, m) accepted mask. Same decisions as
-    ``RandomOrderGraphicFair``: batched peeling of the S1 graphs, then the first R edge charged to
-    each vertex is accepted."""
-    pos = np.asarray(pos)
+def alg3_accept_batch(M: GraphicMatroid, d: int, pos: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Alg. 3's decisions for a batch of trials, vectorised: ``pos[t, e]`` is the arrival time of edge e
+    in trial t and ``sizes[t] = (|S1|, |S2|)``; returns the (T, m) accepted mask. The same decisions as
+    ``RandomOrderGraphicFair`` with those sample sizes: all the directed graphs H are peeled at once by
+    out-degree on flattened (trial, vertex) indices, then the first T-edge charged to each later
+    endpoint is accepted."""
+    d = check_int(d, "d")
+    pos, sizes = np.asarray(pos), np.asarray(sizes)
     if pos.ndim != 2 or pos.shape[1] != M.n:
         raise ValueError(f"pos must have shape (T, {M.n}), got {pos.shape}")
+    if sizes.shape != (pos.shape[0], 2) or (sizes < 0).any() or (sizes.sum(1) > M.n).any():
+        raise ValueError(f"sizes must have shape ({pos.shape[0]}, 2) with non-negative rows summing to "
+                         f"at most {M.n}, got shape {sizes.shape}")
     T, m, nv = pos.shape[0], M.n, M.n_vertices
-    m1, mS, _ = alg3_split(m, d)
-    s1, R = pos < m1, pos >= mS
+    in_s1, online = pos < sizes[:, :1], pos >= sizes.sum(1, keepdims=True)
+    lo, hi = M.E.min(1), M.E.max(1)
     tv = np.arange(T)[:, None] * nv  # flat (trial, vertex) index offsets
+    tail = (tv + np.where(in_s1, lo, hi))[~online]  # S1: u -> v, S2: v -> u (u < v)
+    head = (tv + np.where(in_s1, hi, lo))[~online]
+    level, alive, j = np.full(T * nv, np.inf), np.ones(T * nv, bool), 0
+    while alive.any():
+        arcs = alive[tail] & alive[head]
+        peel = alive & (np.bincount(tail[arcs], minlength=T * nv) <= d)
+        if not peel.any():
+            break
+        level[peel], alive, j = j, alive & ~peel, j + 1
+    key = u_position(level.reshape(T, nv)).ravel()
     U, V = tv + M.E[:, 0], tv + M.E[:, 1]
-    lev, alive, t = np.full(T * nv, -1), s1.copy(), 0
-    while (lev < 0).any():
-        deg = np.bincount(U[alive], minlength=T * nv) + np.bincount(V[alive], minlength=T * nv)
-        left = lev < 0
-        cand = left & (deg <= d)
-        stuck = ~cand.reshape(T, nv).any(1) & left.reshape(T, nv).any(1)
-        if stuck.any():  # fallback per stuck trial: peel its minimum-degree vertices
-            dm = np.where(left, deg, np.iinfo(np.int64).max).reshape(T, nv)
-            cand |= (stuck[:, None] & (dm == dm.min(1, keepdims=True))).ravel()
-        lev[cand] = t
-        alive &= ~cand[U] & ~cand[V]
-        t += 1
-    key = -lev * nv + np.tile(np.arange(nv), T)
-    B = np.where(key[U] > key[V], U, V)  # charged (later) endpoint, flat index
+    B = np.where(key[U] > key[V], U, V)  # later endpoint in U, flat index
     first = np.full(T * nv, m)
-    np.minimum.at(first, B[R], pos[R])
-    return R & (pos == first[B])
+    np.minimum.at(first, B[online], pos[online])
+    return online & (pos == first[B])
 
 
 def forest_rows(M: GraphicMatroid, accepted: np.ndarray) -> np.ndarray:
@@ -153,32 +154,42 @@ def forest_rows(M: GraphicMatroid, accepted: np.ndarray) -> np.ndarray:
 
 def alg3_acceptance_mc(M: GraphicMatroid, d: int, n_trials: int, seed: int = 0, batch: int = 500,
                        level: float = 0.05) -> FairnessEstimate:
-    """Monte Carlo of Alg. 3 under uniformly random arrival order, in batches of trials. Checks every
-    output for independence (a forest), as ``acceptance_mc`` does."""
+    """Monte Carlo of Alg. 3 under uniformly random arrival order, in batches of trials: per trial a
+    uniform order and Thm 18's multinomial sample sizes (``alg3_sample_sizes``). Checks every output for
+    independence (a forest), as ``acceptance_mc`` does."""
     if not isinstance(M, GraphicMatroid):
         raise TypeError(f"M must be a GraphicMatroid, got {type(M).__name__}")
-    if isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer)) or n_trials < 1:
-        raise ValueError(f"n_trials must be a positive int, got {n_trials!r}")
-    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
-        raise ValueError(f"batch must be a positive int, got {batch!r}")  # 0 would never finish
+    n_trials = check_int(n_trials, "n_trials")
+    batch = check_int(batch, "batch")  # 0 would never finish
     n_trials = cap(n_trials, SMOKE_TRIALS)
+    q = alg3_q(d)
     rng, counts, done, ok = np.random.default_rng(seed), np.zeros(M.n, dtype=np.int64), 0, True
     while done < n_trials:
         T = min(batch, n_trials - done)
         pos = np.argsort(rng.random((T, M.n)), axis=1).argsort(axis=1)
-        accepted = alg3_accept_batch(M, d, pos)
+        sizes = rng.multinomial(M.n, [(1 - q) / 2, (1 - q) / 2, q], size=T)[:, :2]
+        accepted = alg3_accept_batch(M, d, pos, sizes)
         counts += accepted.sum(0)
         ok &= bool(forest_rows(M, accepted).all())
         done += T
     return FairnessEstimate(counts, n_trials, ok, level)
 
 
+def cor4_acceptance_mc(M: GraphicMatroid, alpha: int, n_trials: int, seed: int = 0,
+                       level: float = 0.05) -> FairnessEstimate:
+    """Monte Carlo of Cor. 4's alpha-knowing algorithm in random order: Alg. 3 with d = 2 alpha - 1
+    (``alg3_acceptance_mc``), or ``AcceptAll`` when alpha = 1."""
+    alpha = check_int(alpha, "alpha")
+    if alpha == 1:
+        return acceptance_mc(lambda rng: AcceptAll(M), M, n_trials, seed=seed, level=level)
+    return alg3_acceptance_mc(M, 2 * alpha - 1, n_trials, seed=seed, level=level)
+
+
 def hill_climb(score: Callable[[np.ndarray], float], n: int, iters: int, seed: int = 0,
                init: Sequence[int] | None = None) -> tuple[np.ndarray, list[float]]:
     """A simple adversary: swap two random positions of the order, keep the swap if ``score`` does not
     decrease. Returns the best order and the score history."""
-    if isinstance(iters, bool) or not isinstance(iters, (int, np.integer)) or iters < 0:
-        raise ValueError(f"iters must be a non-negative int, got {iters!r}")
+    iters = check_int(iters, "iters", 0)
     iters = cap(iters)
     rng = np.random.default_rng(seed)
     order = rng.permutation(n) if init is None else np.array(init)
