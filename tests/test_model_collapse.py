@@ -12,6 +12,9 @@ from neurips25.model_collapse import (
     GaussianFamily,
     GaussianParams,
     NonSmoothFamily,
+    _sample_closed_form,
+    closed_form_iterations,
+    closed_form_mle,
     gaussian_kl,
     gaussian_replications,
     gaussian_sq_error,
@@ -240,3 +243,84 @@ def test_families_on_any_device(any_device):
     assert z.device.type == any_device.type
     assert torch.allclose(flow(flow.inverse(z))[0], z, atol=1e-10)
     assert torch.isfinite(flow.log_prob(z)).all()
+
+
+# --- Appendix G: closed-form families ------------------------------------------------------------
+
+def test_closed_form_mle_on_known_data():
+    x = np.array([1.0, 2.0, 3.0, 6.0])
+    np.testing.assert_allclose(closed_form_mle("gaussian", x), [3.0, math.sqrt(3.5)])  # (μ, σ), /N
+    np.testing.assert_allclose(closed_form_mle("exponential", x), [4 / 12])
+    u = np.array([0.5, 0.25, 0.125])  # Σ log x = −6 log 2
+    np.testing.assert_allclose(closed_form_mle("beta", u), [3 / (6 * math.log(2))])
+    # batched over leading axes: one MLE per row
+    xb = np.stack([x, 2 * x])
+    np.testing.assert_allclose(closed_form_mle("exponential", xb)[:, 0], [1 / 3, 1 / 6])
+    assert closed_form_mle("gaussian", xb).shape == (2, 2)
+
+
+@pytest.mark.parametrize("family, theta0", [("exponential", [2.0]), ("beta", [0.3])])
+def test_closed_form_mle_maximises_the_likelihood(family, theta0):
+    rng = np.random.default_rng(0)
+    x = _sample_closed_form(family, np.array(theta0), 200, rng)
+    th = closed_form_mle(family, x)[0]
+    loglik = {"exponential": lambda t: len(x) * np.log(t) - t * x.sum(),
+              "beta": lambda t: len(x) * np.log(t) + (t - 1) * np.log(x).sum()}[family]
+    grid = th * np.linspace(0.8, 1.2, 401)
+    assert abs(grid[np.argmax(loglik(grid))] / th - 1) < 1e-3
+    assert abs(th / theta0[0] - 1) < 0.25  # consistent: 200 samples land near θ0
+
+
+def test_closed_form_iterations_shapes_and_generation_one():
+    th = closed_form_iterations("gaussian", [0.0, 1.0], n=10, T=7, R=5, seed=3)
+    assert th.shape == (7, 5, 2) and (th[..., 1] > 0).all()
+    # θ(1) is the MLE of X(0) ~ N(0, 1): the same stream drawn by hand
+    x0 = np.random.default_rng(3).standard_normal((5, 10))
+    np.testing.assert_allclose(th[0], closed_form_mle("gaussian", x0))
+    assert closed_form_iterations("beta", 0.5, n=4, T=3, R=2).shape == (3, 2, 1)
+
+
+def test_closed_form_iterations_accumulate_all_generations():
+    """Generation 2 fits X(0) ∪ X(1): redo it from the raw samples."""
+    rng = np.random.default_rng(1)
+    x0 = rng.standard_exponential((6, 8))
+    th1 = closed_form_mle("exponential", x0)
+    x1 = rng.standard_exponential((6, 8)) / th1
+    th = closed_form_iterations("exponential", [1.0], n=8, T=2, R=6, seed=1)
+    np.testing.assert_allclose(th[1], closed_form_mle("exponential", np.concatenate([x0, x1], -1)))
+
+
+def test_beta_iterations_are_scale_equivariant():
+    """−log X ~ Exp(θ): θ(t)/θ0 has the same law for every θ0 (identical with the same stream)."""
+    a = closed_form_iterations("beta", [1.0], n=20, T=50, R=10, seed=7)
+    b = closed_form_iterations("beta", [0.1], n=20, T=50, R=10, seed=7)
+    np.testing.assert_allclose(b / 0.1, a, rtol=1e-9)
+
+
+def test_closed_form_validation():
+    with pytest.raises(ValueError, match="family"):
+        closed_form_mle("poisson", [1.0, 2.0])
+    with pytest.raises(ValueError, match="family"):
+        closed_form_iterations("cauchy", [1.0], 10, 5, 2)
+    with pytest.raises(ValueError, match="x must have at least 2"):
+        closed_form_mle("gaussian", [1.0])
+    with pytest.raises(ValueError, match="x must be positive"):
+        closed_form_mle("exponential", [1.0, -2.0])
+    with pytest.raises(ValueError, match=r"x must lie in \(0, 1\]"):
+        closed_form_mle("beta", [0.5, 1.5])
+    with pytest.raises(ValueError, match="all ones"):
+        closed_form_mle("beta", [1.0, 1.0])
+    with pytest.raises(ValueError, match="x must be finite"):
+        closed_form_mle("gaussian", [1.0, np.nan])
+    with pytest.raises(ValueError, match="theta0"):
+        closed_form_iterations("gaussian", [0.0], 10, 5, 2)
+    with pytest.raises(ValueError, match="theta0"):
+        closed_form_iterations("gaussian", [0.0, -1.0], 10, 5, 2)
+    with pytest.raises(ValueError, match="theta0"):
+        closed_form_iterations("beta", [0.0], 10, 5, 2)
+    with pytest.raises(ValueError, match="theta0"):
+        closed_form_iterations("exponential", "one", 10, 5, 2)
+    for kw, name in (({"n": 1}, "n"), ({"T": 0}, "T"), ({"R": 2.5}, "R")):
+        args = {"n": 10, "T": 5, "R": 2, **kw}
+        with pytest.raises(ValueError, match=name):
+            closed_form_iterations("exponential", [1.0], **args)

@@ -14,6 +14,9 @@ Contents
   generation 1 is excellent and generation 2 is far off with a constant probability;
   ``nonsmooth_generations`` runs it for ``T`` generations (Theorem 5.2's collapse within a few).
 - ``CouplingFlow`` / ``FlowFamily``: a small RealNVP normalising flow trained by MLE with Lightning.
+- ``closed_form_mle`` / ``closed_form_iterations``: the paper's Appendix G experiment, Algorithm 1
+  with the exact MLE of a Gaussian (μ, σ), an Exponential (rate) and the Beta family θx^{θ−1},
+  vectorised over runs.
 
 The loops are plain functions: they are algorithms over a family, not trainable models; only the
 neural family learns by gradient descent and so is a ``LightningModule``.
@@ -27,12 +30,13 @@ import numpy as np
 import torch
 
 from .nn import MLP
-from .runtime import cap, lightning_module, make_trainer
+from .runtime import cap, check_int, lightning_module, make_trainer
 
 __all__ = [
     "SCHEMES", "Family", "IterationResult", "iterate_mle", "GaussianParams", "GaussianFamily",
     "gaussian_replications", "gaussian_sq_error", "gaussian_kl", "NonSmoothFamily",
     "nonsmooth_replications", "nonsmooth_generations", "CouplingFlow", "FlowFamily",
+    "CLOSED_FORM_FAMILIES", "closed_form_mle", "closed_form_iterations",
 ]
 
 SCHEMES = ("accumulate", "replace", "fresh")
@@ -42,12 +46,6 @@ def _check_scheme(scheme: str) -> str:
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
     return scheme
-
-
-def _check_int(value: Any, name: str, low: int) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    return int(value)
 
 
 # --- the generic loop (Algorithm 1 and the two comparison schemes) ------------------------------
@@ -78,8 +76,8 @@ def iterate_mle(family: Family, real: Callable[[int, Any], Any], n: int, T: int,
     ``cat`` joins data batches (default: ``torch.cat`` along the sample axis ``-2``).
     """
     _check_scheme(scheme)
-    n = _check_int(n, "n", 2)
-    T = _check_int(T, "T", 1)
+    n = check_int(n, "n", 2)
+    T = check_int(T, "T", 1)
     cat = cat or (lambda xs: torch.cat(xs, dim=-2))
     data = real(n, generator)
     thetas, sizes = [family.fit(data)], [n]
@@ -130,7 +128,7 @@ class GaussianFamily:
         return GaussianParams(mean, xc.transpose(-1, -2) @ xc / x.shape[-2])
 
     def sample(self, theta: GaussianParams, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
-        n = _check_int(n, "n", 1)
+        n = check_int(n, "n", 1)
         mean, cov = theta
         # drawn on the generator's device (a CPU generator gives the same stream on any device)
         z = torch.randn((*mean.shape[:-1], n, mean.shape[-1]), generator=generator, dtype=mean.dtype,
@@ -152,7 +150,7 @@ def gaussian_replications(mean_star, cov_star, n: int, T: int, R: int, scheme: s
     The random stream is the same as ``iterate_mle``'s, so both give the same θ's (up to rounding).
     """
     _check_scheme(scheme)
-    n, T, R = _check_int(n, "n", 2), _check_int(T, "T", 1), _check_int(R, "R", 1)
+    n, T, R = check_int(n, "n", 2), check_int(T, "T", 1), check_int(R, "R", 1)
     R = cap(R)  # NEURIPS25_SMOKE=1: two replications, every generation (shapes stay (T, ...))
     mean_star = torch.as_tensor(mean_star, dtype=torch.float64).reshape(-1)
     d = mean_star.shape[0]
@@ -249,7 +247,7 @@ class NonSmoothFamily:
     """
 
     def __init__(self, n: int, K: float | None = None):
-        self.n = _check_int(n, "n", 2)
+        self.n = check_int(n, "n", 2)
         self.K = 8.0 * self.n if K is None else float(K)
         if not self.K > 0:
             raise ValueError(f"K must be positive, got {K!r}")
@@ -301,7 +299,7 @@ class NonSmoothFamily:
 
     def sample(self, theta, n: int, generator: np.random.Generator) -> np.ndarray:
         """``n`` points from each θ in ``theta (..., 3)`` → ``(..., n)``."""
-        n = _check_int(n, "n", 1)
+        n = check_int(n, "n", 1)
         theta = np.asarray(theta, float)
         branch, a, mu = (theta[..., i, None] for i in range(3))
         u, v = generator.random((2, *theta.shape[:-1], n))
@@ -323,7 +321,7 @@ def nonsmooth_replications(n: int, R: int, seed: int = 0) -> tuple[np.ndarray, n
     Returns ``(TV1, TV2)``, each ``(R,)``: the distance of θ(1) (fit on X(0)) and θ(2) (fit on
     X(0) ∪ X(1)) to the truth.
     """
-    n, R = _check_int(n, "n", 2), cap(_check_int(R, "R", 1))
+    n, R = check_int(n, "n", 2), cap(check_int(R, "R", 1))
     fam, rng = NonSmoothFamily(n), np.random.default_rng(seed)
     x0 = rng.random((R, n))
     th1 = fam.fit(x0)
@@ -338,7 +336,7 @@ def nonsmooth_generations(n: int, T: int, R: int, seed: int = 0, K: float | None
     ``t·n`` accumulated points at generation ``t``, so the default ``K = 8·n·T`` grows with the
     horizon. Returns ``TV (T, R)``: the distance of θ(1), …, θ(T) to the truth.
     """
-    n, T, R = _check_int(n, "n", 2), _check_int(T, "T", 1), cap(_check_int(R, "R", 1))
+    n, T, R = check_int(n, "n", 2), check_int(T, "T", 1), cap(check_int(R, "R", 1))
     fam, rng = NonSmoothFamily(n, 8.0 * n * T if K is None else K), np.random.default_rng(seed)
     x = rng.random((R, n))
     theta = fam.fit(x)
@@ -415,8 +413,8 @@ class FlowFamily:
     """
 
     def __init__(self, steps: int = 400, batch_size: int = 256, seed: int = 0, **flow_kw):
-        self.steps = _check_int(steps, "steps", 1)
-        self.batch_size = _check_int(batch_size, "batch_size", 1)
+        self.steps = check_int(steps, "steps", 1)
+        self.batch_size = check_int(batch_size, "batch_size", 1)
         self.seed, self.flow_kw, self._fits = seed, flow_kw, 0
 
     def fit(self, x: torch.Tensor) -> CouplingFlow:
@@ -434,4 +432,102 @@ class FlowFamily:
         return flow.cpu().eval()  # later sampling and evaluation happen on the CPU
 
     def sample(self, theta: CouplingFlow, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
-        return theta.sample(_check_int(n, "n", 1), generator)
+        return theta.sample(check_int(n, "n", 1), generator)
+
+
+# --- Appendix G: the paper's own experiment, families with a closed-form MLE ---------------------
+
+CLOSED_FORM_FAMILIES = ("gaussian", "exponential", "beta")
+
+
+def _check_family(family: str) -> str:
+    if family not in CLOSED_FORM_FAMILIES:
+        raise ValueError(f"family must be one of {CLOSED_FORM_FAMILIES}, got {family!r}")
+    return family
+
+
+def _check_theta0(family: str, theta0) -> np.ndarray:
+    d = 2 if family == "gaussian" else 1
+    what = "(mu, sigma) with sigma > 0" if d == 2 else "one positive parameter"
+    try:
+        theta0 = np.asarray(theta0, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(f"theta0 must be {what} for family {family!r}, got {theta0!r}") from None
+    if theta0.shape != (d,) or not np.isfinite(theta0).all() or theta0[-1] <= 0:
+        raise ValueError(f"theta0 must be {what} for family {family!r}, got {theta0.tolist()}")
+    return theta0
+
+
+def _sufficient_stats(family: str, x: np.ndarray) -> np.ndarray:
+    """Sums over the sample axis that determine the MLE: (Σx, Σx²), Σx or Σ log x → ``(..., k)``."""
+    if family == "gaussian":
+        return np.stack([x.sum(-1), (x * x).sum(-1)], -1)
+    return (x if family == "exponential" else np.log(x)).sum(-1)[..., None]
+
+
+def _mle_from_stats(family: str, m: int, s: np.ndarray) -> np.ndarray:
+    """The closed-form MLE from ``m`` samples' sufficient statistics ``s`` → θ ``(..., d)``."""
+    if family == "gaussian":  # μ̂ = mean, σ̂ = sqrt(mean of squares − μ̂²) (divide by m: the MLE)
+        mu = s[..., 0] / m
+        return np.stack([mu, np.sqrt(np.maximum(s[..., 1] / m - mu**2, 0.0))], -1)
+    if family == "exponential":  # p(x; λ) = λ e^{−λx}: λ̂ = m / Σx
+        return m / s
+    return -m / s  # beta, p(x; θ) = θ x^{θ−1} on (0, 1): θ̂ = −m / Σ log x
+
+
+def closed_form_mle(family: str, x) -> np.ndarray:
+    """The exact MLE of one of Appendix G's families on the samples ``x (..., N)`` (last axis).
+
+    - ``"gaussian"``: θ = (μ, σ), the mean and the standard deviation (divided by ``N``);
+    - ``"exponential"``: θ = λ, the rate of p(x; λ) = λ e^{−λx}, λ̂ = N / Σx;
+    - ``"beta"``: θ of p(x; θ) = θ x^{θ−1} on (0, 1] (Beta(θ, 1)), θ̂ = −N / Σ log x.
+
+    Returns ``(..., d)`` with ``d = 2`` for the Gaussian and 1 otherwise.
+    """
+    _check_family(family)
+    x = np.asarray(x, dtype=float)
+    low = 2 if family == "gaussian" else 1
+    if x.ndim == 0 or x.shape[-1] < low:
+        raise ValueError(f"x must have at least {low} sample(s) on its last axis for family "
+                         f"{family!r}, got shape {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError("x must be finite")
+    if family == "exponential" and not (x > 0).all():
+        raise ValueError("x must be positive for family 'exponential'")
+    if family == "beta" and not ((x > 0) & (x <= 1)).all():
+        raise ValueError("x must lie in (0, 1] for family 'beta'")
+    s = _sufficient_stats(family, x)
+    if family == "beta" and not (s < 0).all():
+        raise ValueError("x must not be all ones for family 'beta' (the MLE would be infinite)")
+    return _mle_from_stats(family, x.shape[-1], s)
+
+
+def _sample_closed_form(family: str, theta: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` points from each θ in ``theta (..., d)`` → ``(..., n)``."""
+    shape = (*theta.shape[:-1], n)
+    if family == "gaussian":
+        return theta[..., :1] + theta[..., 1:] * rng.standard_normal(shape)
+    if family == "exponential":
+        return rng.standard_exponential(shape) / theta
+    return (1.0 - rng.random(shape)) ** (1.0 / theta)  # inverse CDF of F(x) = x^θ, U in (0, 1]
+
+
+def closed_form_iterations(family: str, theta0, n: int, T: int, R: int, seed: int = 0) -> np.ndarray:
+    """``R`` independent runs of Algorithm 1 with the exact MLE of ``family`` (Appendix G).
+
+    θ(0) = ``theta0``; generation ``t`` draws ``n`` points from p_θ(t) and θ(t+1) is the closed-form
+    MLE (``closed_form_mle``) on all samples of generations 0..t. Only the sufficient statistics of
+    the growing training set are kept, so a generation costs O(n R). Returns θ(1..T) as ``(T, R, d)``.
+    """
+    _check_family(family)
+    theta0 = _check_theta0(family, theta0)
+    n, T, R = check_int(n, "n", 2), check_int(T, "T", 1), check_int(R, "R", 1)
+    R = cap(R)  # NEURIPS25_SMOKE=1: two runs, every generation
+    rng = np.random.default_rng(seed)
+    theta = np.broadcast_to(theta0, (R, theta0.size))
+    stats = 0.0
+    out = np.empty((T, R, theta0.size))
+    for t in range(T):
+        stats = stats + _sufficient_stats(family, _sample_closed_form(family, theta, n, rng))
+        theta = out[t] = _mle_from_stats(family, (t + 1) * n, stats)
+    return out
