@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from .lm.embed import SentenceEncoder, minilm_path  # noqa: F401 (re-exported)
+from .runtime import check_int
 
 __all__ = [
     "make_records", "risk_score", "record_prompt", "render", "reference_chain", "chain_corpus", "parse_chain",
@@ -59,8 +60,7 @@ def make_records(n: int, seed: int = 0) -> dict[str, np.ndarray]:
     The group is drawn independently of the legitimate features, and ``y = 1[r > 0]`` with
     ``r = risk_score(...)`` uses the legitimate features only, so any group gap in a decision is bias.
     """
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
+    n = check_int(n, "n")
     rng = np.random.default_rng(seed)
     rec = dict(priors=np.minimum(rng.poisson(2.5, n), 10), age=rng.integers(18, 46, n),
                felony=rng.integers(0, 2, n), group=rng.integers(0, 2, n))
@@ -172,8 +172,7 @@ def instruction_corpus(n: int, seed: int = 0, share: float = 0.5, bias_rate: Seq
     ``run_experiment`` measures that. Race and age are worded as in the target task ("most
     african-american people ...", "at_age 62 ..."), as natural language shares such words.
     """
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
+    n = check_int(n, "n")
     if not 0 <= share <= 1 or not 0 <= age_rate <= 1:
         raise ValueError(f"share and age_rate must lie in [0, 1], got {share!r} and {age_rate!r}")
     rng = np.random.default_rng([seed, _INSTRUCT_STREAM])
@@ -286,8 +285,7 @@ def source_steps(n: int, seed: int = 0, p_biased: float = 0.4,
 
     ``templates``: use only the first ``templates`` sentence templates of each class (``None``: all,
     24 biased and 27 sound; the book's first version had 9 and 12), for the diversity ablation."""
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
+    n = check_int(n, "n")
     if templates is not None and (not isinstance(templates, int) or templates < 1):
         raise ValueError(f"templates must be None or a positive int, got {templates!r}")
     rng = np.random.default_rng(seed)
@@ -522,7 +520,8 @@ def fairness_report(y, y_hat, group) -> dict[str, float]:
     """Accuracy and group gaps for a binary protected attribute (groups 0 and 1).
 
     ``tpr_gap`` = |TPR_0 − TPR_1| (equal opportunity), ``fpr_gap`` = |FPR_0 − FPR_1|,
-    ``eo_diff`` = max of the two (equalized-odds difference, as in fairlearn), ``dp_diff`` =
+    ``eo_diff`` = max of the two (equalized-odds difference, as in fairlearn; the paper's App. B.4
+    sums the two gaps instead), ``dp_diff`` =
     |P(ŷ=1|0) − P(ŷ=1|1)| (demographic parity).
     """
     y, y_hat, group = (np.asarray(v).ravel() for v in (y, y_hat, group))
@@ -559,8 +558,8 @@ CONFIG = dict(n_train=3000, n_val=200, n_test=400, K=32, temperature=0.8, bias_r
 
 # The seed sweep behind notebooks/results/frm.json (small) and frm.full.json (full, for a GPU).
 # small: exactly the settings of the stored sweep. full: closer to the paper, which evaluates
-# K = 32 chains per case on COMPAS (~7k defendants; several thousand test cases) with Llama/Mistral/
-# Qwen generators and an FRM trained on ~1.4k BBQ chains (thousands of judged steps): a 2-layer,
+# K = 32 chains per case on COMPAS (~7k defendants; several thousand test cases) with Llama-3.2-3B
+# and Mistral-7B generators and an FRM trained on 255k judged steps of BBQ chains: a 2-layer,
 # 128-wide generator trained 2250 steps on 20k cases (and 10k loan-screening chains), 2000 test /
 # 1000 validation cases, 6000 weakly labelled source steps, 8 seeds.
 SWEEP = {
