@@ -12,7 +12,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.stats import beta as _beta
 
 from ..runtime import cap, check_int
-from .algorithms import AcceptAll, _Online, alg3_q, u_position
+from .algorithms import AcceptAll, _Online, alg3_q, cor4_d, d_levels, u_position
 from .matroids import GraphicMatroid, _Matroid
 
 # Under NEURIPS25_SMOKE=1 (a bounded test run of any configuration) every Monte Carlo estimate uses at
@@ -105,7 +105,7 @@ def alg3_accept_batch(M: GraphicMatroid, d: int, pos: np.ndarray, sizes: np.ndar
     """Alg. 3's decisions for a batch of trials, vectorised: ``pos[t, e]`` is the arrival time of edge e
     in trial t and ``sizes[t] = (|S1|, |S2|)``; returns the (T, m) accepted mask. The same decisions as
     ``RandomOrderGraphicFair`` with those sample sizes: all the directed graphs H are peeled at once by
-    out-degree on flattened (trial, vertex) indices, then the first T-edge charged to each later
+    ``d_levels`` on flattened (trial, vertex) indices, then the first T-edge charged to each later
     endpoint is accepted."""
     d = check_int(d, "d")
     pos, sizes = np.asarray(pos), np.asarray(sizes)
@@ -120,13 +120,8 @@ def alg3_accept_batch(M: GraphicMatroid, d: int, pos: np.ndarray, sizes: np.ndar
     tv = np.arange(T)[:, None] * nv  # flat (trial, vertex) index offsets
     tail = (tv + np.where(in_s1, lo, hi))[~online]  # S1: u -> v, S2: v -> u (u < v)
     head = (tv + np.where(in_s1, hi, lo))[~online]
-    level, alive, j = np.full(T * nv, np.inf), np.ones(T * nv, bool), 0
-    while alive.any():
-        arcs = alive[tail] & alive[head]
-        peel = alive & (np.bincount(tail[arcs], minlength=T * nv) <= d)
-        if not peel.any():
-            break
-        level[peel], alive, j = j, alive & ~peel, j + 1
+    # the T graphs as one graph on T * nv vertices: peeling never mixes trials (no arc joins them)
+    level = d_levels(T * nv, np.stack([tail, head], 1), d)
     key = u_position(level.reshape(T, nv)).ravel()
     U, V = tv + M.E[:, 0], tv + M.E[:, 1]
     B = np.where(key[U] > key[V], U, V)  # later endpoint in U, flat index
@@ -182,7 +177,7 @@ def cor4_acceptance_mc(M: GraphicMatroid, alpha: int, n_trials: int, seed: int =
     alpha = check_int(alpha, "alpha")
     if alpha == 1:
         return acceptance_mc(lambda rng: AcceptAll(M), M, n_trials, seed=seed, level=level)
-    return alg3_acceptance_mc(M, 2 * alpha - 1, n_trials, seed=seed, level=level)
+    return alg3_acceptance_mc(M, cor4_d(alpha), n_trials, seed=seed, level=level)
 
 
 def hill_climb(score: Callable[[np.ndarray], float], n: int, iters: int, seed: int = 0,
