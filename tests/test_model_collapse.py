@@ -19,7 +19,9 @@ from neurips25.model_collapse import (
     gaussian_replications,
     gaussian_sq_error,
     iterate_mle,
+    neg_log_lik,
     nonsmooth_replications,
+    optimized_iterations,
 )
 
 
@@ -295,6 +297,54 @@ def test_beta_iterations_are_scale_equivariant():
     a = closed_form_iterations("beta", [1.0], n=20, T=50, R=10, seed=7)
     b = closed_form_iterations("beta", [0.1], n=20, T=50, R=10, seed=7)
     np.testing.assert_allclose(b / 0.1, a, rtol=1e-9)
+
+
+@pytest.mark.parametrize("family, theta, x", [
+    ("gaussian", [0.3, 1.7], np.array([1.0, -2.0, 0.5, 3.0])),
+    ("exponential", [0.8], np.array([0.2, 1.5, 3.0])),
+    ("beta", [0.4], np.array([0.5, 0.25, 0.9])),
+])
+def test_neg_log_lik_is_the_summed_density_and_its_gradient(family, theta, x):
+    from scipy import stats
+    from scipy.optimize import approx_fprime
+
+    dist = {"gaussian": lambda t: stats.norm(t[0], t[1]), "exponential": lambda t: stats.expon(scale=1 / t[0]),
+            "beta": lambda t: stats.beta(t[0], 1.0)}[family]
+    s = {"gaussian": lambda: [x.sum(), (x * x).sum()], "exponential": lambda: [x.sum()],
+         "beta": lambda: [np.log(x).sum()]}[family]()
+    f, g = neg_log_lik(family, theta, len(x), s, grad=True)
+    assert f == pytest.approx(-dist(theta).logpdf(x).sum(), rel=1e-10)
+    np.testing.assert_allclose(g, approx_fprime(np.array(theta), lambda t: neg_log_lik(family, t, len(x), s),
+                                                1e-7), rtol=1e-4)
+    assert math.isnan(neg_log_lik("beta", [-0.5], 3, [-1.0]))  # outside Θ: what BFGS meets there
+
+
+def test_optimized_iterations_match_the_exact_mle():
+    """Bounded L-BFGS-B lands on the closed form; with or without the gradient; BFGS can leave Θ."""
+    exact = closed_form_iterations("beta", [0.1], n=20, T=6, R=4, seed=2)
+    opt = optimized_iterations("beta", [0.1], n=20, T=6, R=4, seed=2)
+    assert opt.theta.shape == opt.exact.shape == (6, 4, 1) and opt.failed.shape == (6, 4)
+    np.testing.assert_allclose(opt.theta, opt.exact, rtol=1e-3)
+    np.testing.assert_allclose(opt.theta, exact, rtol=1e-3)  # the same random stream
+    fd = optimized_iterations("beta", [0.1], n=20, T=6, R=4, seed=2, gradient=False)
+    np.testing.assert_allclose(fd.theta, opt.theta, rtol=1e-4)
+    g = optimized_iterations("gaussian", [0.0, 1.0], n=10, T=4, R=3, seed=0)
+    np.testing.assert_allclose(g.theta, g.exact, atol=1e-4)
+    free = optimized_iterations("beta", [0.1], n=20, T=3, R=20, seed=0, bounded=False)
+    assert (free.theta[0] <= 0).any()
+
+
+def test_optimized_validation():
+    with pytest.raises(ValueError, match="family"):
+        optimized_iterations("poisson", [1.0], n=5, T=2, R=2)
+    with pytest.raises(TypeError, match="bounded must be a bool"):
+        optimized_iterations("beta", [1.0], n=5, T=2, R=2, bounded="yes")
+    with pytest.raises(TypeError, match="gradient must be a bool"):
+        optimized_iterations("beta", [1.0], n=5, T=2, R=2, gradient=1)
+    with pytest.raises(ValueError, match="theta and s must each hold 2"):
+        neg_log_lik("gaussian", [1.0], 4, [1.0, 2.0])
+    with pytest.raises(ValueError, match="m must be a positive int"):
+        neg_log_lik("beta", [1.0], 0, [-1.0])
 
 
 def test_closed_form_validation():

@@ -36,7 +36,8 @@ __all__ = [
     "SCHEMES", "Family", "IterationResult", "iterate_mle", "GaussianParams", "GaussianFamily",
     "gaussian_replications", "gaussian_sq_error", "gaussian_kl", "NonSmoothFamily",
     "nonsmooth_replications", "nonsmooth_generations", "CouplingFlow", "FlowFamily",
-    "CLOSED_FORM_FAMILIES", "closed_form_mle", "closed_form_iterations",
+    "CLOSED_FORM_FAMILIES", "closed_form_mle", "closed_form_iterations", "neg_log_lik",
+    "OptimizedIterations", "optimized_iterations",
 ]
 
 SCHEMES = ("accumulate", "replace", "fresh")
@@ -512,13 +513,9 @@ def _sample_closed_form(family: str, theta: np.ndarray, n: int, rng: np.random.G
     return (1.0 - rng.random(shape)) ** (1.0 / theta)  # inverse CDF of F(x) = x^θ, U in (0, 1]
 
 
-def closed_form_iterations(family: str, theta0, n: int, T: int, R: int, seed: int = 0) -> np.ndarray:
-    """``R`` independent runs of Algorithm 1 with the exact MLE of ``family`` (Appendix G).
-
-    θ(0) = ``theta0``; generation ``t`` draws ``n`` points from p_θ(t) and θ(t+1) is the closed-form
-    MLE (``closed_form_mle``) on all samples of generations 0..t. Only the sufficient statistics of
-    the growing training set are kept, so a generation costs O(n R). Returns θ(1..T) as ``(T, R, d)``.
-    """
+def _iterate_closed_form(family: str, theta0, n: int, T: int, R: int, seed: int,
+                         fit: Callable[[int, np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+    """Algorithm 1 on sufficient statistics: ``fit(m, stats, θ(t))`` → θ(t+1) ``(R, d)``."""
     _check_family(family)
     theta0 = _check_theta0(family, theta0)
     n, T, R = check_int(n, "n", 2), check_int(T, "T", 1), check_int(R, "R", 1)
@@ -529,5 +526,86 @@ def closed_form_iterations(family: str, theta0, n: int, T: int, R: int, seed: in
     out = np.empty((T, R, theta0.size))
     for t in range(T):
         stats = stats + _sufficient_stats(family, _sample_closed_form(family, theta, n, rng))
-        theta = out[t] = _mle_from_stats(family, (t + 1) * n, stats)
+        theta = out[t] = fit((t + 1) * n, stats, theta)
     return out
+
+
+def closed_form_iterations(family: str, theta0, n: int, T: int, R: int, seed: int = 0) -> np.ndarray:
+    """``R`` independent runs of Algorithm 1 with the exact MLE of ``family`` (Appendix G).
+
+    θ(0) = ``theta0``; generation ``t`` draws ``n`` points from p_θ(t) and θ(t+1) is the closed-form
+    MLE (``closed_form_mle``) on all samples of generations 0..t. Only the sufficient statistics of
+    the growing training set are kept, so a generation costs O(n R). Returns θ(1..T) as ``(T, R, d)``.
+    """
+    return _iterate_closed_form(family, theta0, n, T, R, seed,
+                                lambda m, s, prev: _mle_from_stats(family, m, s))
+
+
+def neg_log_lik(family: str, theta, m: int, s, grad: bool = False):
+    """−log-likelihood of ``m`` samples with sufficient statistics ``s`` (``_sufficient_stats``).
+
+    The same function of θ as the sum over the samples: N(μ, σ²): m log σ + Σ(x − μ)²/(2σ²) + m/2
+    log 2π; rate λ: −m log λ + λΣx; Beta θx^{θ−1}: −m log θ − (θ − 1)Σ log x. Outside the parameter
+    space (σ, λ, θ ≤ 0) it is ``nan``, which is what an unconstrained optimiser meets there.
+    ``grad=True`` also returns the gradient in θ (``(value, array of d)``, scipy's ``jac=True``).
+    """
+    _check_family(family)
+    m = check_int(m, "m")
+    d = 2 if family == "gaussian" else 1
+    theta, s = np.asarray(theta, dtype=float).reshape(-1), np.asarray(s, dtype=float).reshape(-1)
+    if theta.shape != (d,) or s.shape != (d,):
+        raise ValueError(f"theta and s must each hold {d} number(s) for family {family!r}, got "
+                         f"{theta.tolist()} and {s.tolist()}")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if family == "gaussian":
+            (mu, sigma), q = theta, s[1] - 2 * theta[0] * s[0] + m * theta[0] ** 2  # Σ(x − μ)²
+            f = m * np.log(sigma) + q / (2 * sigma**2) + 0.5 * m * math.log(2 * math.pi)
+            g = [(m * mu - s[0]) / sigma**2, m / sigma - q / sigma**3]
+        elif family == "exponential":
+            f, g = -m * np.log(theta[0]) + theta[0] * s[0], [-m / theta[0] + s[0]]
+        else:
+            f, g = -m * np.log(theta[0]) - (theta[0] - 1) * s[0], [-m / theta[0] - s[0]]
+    return (float(f), np.array(g, dtype=float)) if grad else float(f)
+
+
+class OptimizedIterations(NamedTuple):
+    theta: np.ndarray  # (T, R, d): θ(1..T) found by scipy.optimize.minimize
+    exact: np.ndarray  # (T, R, d): the closed-form MLE on the same accumulated samples
+    failed: np.ndarray  # (T, R): the optimiser reported no success
+
+
+def optimized_iterations(family: str, theta0, n: int, T: int, R: int, seed: int = 0,
+                         bounded: bool = True, gradient: bool = True) -> OptimizedIterations:
+    """Appendix G's second arm: Algorithm 1 with the MLE found by ``scipy.optimize.minimize``.
+
+    Each generation minimises ``neg_log_lik`` on all accumulated samples, started from the previous
+    estimate θ(t). ``bounded=True`` keeps σ, λ, θ ≥ 1e-12 (scipy then uses L-BFGS-B); ``False``
+    runs scipy's default unconstrained BFGS, which can step to θ ≤ 0, where the objective is
+    ``nan``. ``gradient=True`` passes the analytic gradient (three times faster); without it scipy
+    takes finite differences, as the paper presumably did: both reach the same optimum. The paper
+    does not give its start, bounds or method. The samples follow the same random stream as
+    ``closed_form_iterations`` with the same seed for as long as the two arms agree.
+    """
+    from scipy.optimize import minimize
+
+    for name, flag in (("bounded", bounded), ("gradient", gradient)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {flag!r}")
+    bounds = None
+    if bounded:
+        bounds = [(None, None), (1e-12, None)] if family == "gaussian" else [(1e-12, None)]
+    exact, failed = [], []
+
+    def fit(m: int, s: np.ndarray, prev: np.ndarray) -> np.ndarray:
+        exact.append(_mle_from_stats(family, m, s))
+        new, bad = np.empty_like(prev), np.zeros(len(prev), dtype=bool)
+        for r in range(len(prev)):
+            res = minimize(lambda th, r=r: neg_log_lik(family, th, m, s[r], gradient), prev[r],
+                           jac=gradient, bounds=bounds)
+            new[r], bad[r] = res.x, not res.success
+        failed.append(bad)
+        return new
+
+    with np.errstate(all="ignore"):  # unbounded runs that left the parameter space sample garbage
+        theta = _iterate_closed_form(family, theta0, n, T, R, seed, fit)
+    return OptimizedIterations(theta, np.stack(exact), np.stack(failed))
