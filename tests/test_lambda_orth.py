@@ -236,6 +236,51 @@ def test_backfilling_curve_endpoints_and_order():
     assert torch.equal(backfill_order(old, y.numpy(), "distance"), order)  # numpy int labels are fine
 
 
+def test_backfill_order_in_the_forward_adapted_space():
+    """The paper's order (Sec. 3.6): distance of F(h^k) to its class mean over the F-adapted gallery."""
+    g = torch.Generator().manual_seed(1)
+    y = torch.arange(4).repeat(12)
+    old = torch.randn(48, 3, generator=g, dtype=torch.float64)
+    W = torch.diag(torch.tensor([5.0, 1.0, 0.2], dtype=torch.float64))  # anisotropic: reorders items
+    b = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
+
+    def F(h):
+        return h @ W.T + b
+
+    order = backfill_order(old, y, "distance", forward=F)
+    Fh = F(old)
+    means = torch.stack([Fh[y == k].mean(0) for k in range(4)])
+    dist = (Fh - means[y]).norm(dim=1)
+    assert torch.equal(order, torch.sort(dist, descending=True, stable=True).indices)
+    assert torch.equal(order, backfill_order(Fh, y, "distance"))  # = ranking the adapted features
+    assert not torch.equal(order, backfill_order(old, y, "distance"))  # differs from the raw old space
+    # an isometry (rotation + shift) keeps every distance to the class mean: the same order as raw
+    Q, _ = torch.linalg.qr(torch.randn(3, 3, generator=g, dtype=torch.float64))
+    assert torch.equal(backfill_order(old, y, forward=lambda h: h @ Q.T + b), backfill_order(old, y))
+    # a trained forward adapter is accepted as is (its forward_map), no gradient is kept
+    ad = CompatibleAdapters(3, backward="affine", lam=1.0)
+    with torch.no_grad():
+        ref = backfill_order(ad.forward_map(old), y)
+    assert torch.equal(backfill_order(old, y, forward=ad.forward_map), ref)
+    # the random order does not look at the features
+    assert torch.equal(backfill_order(old, y, "random", seed=3, forward=F), backfill_order(old, y, "random", seed=3))
+
+
+def test_backfill_order_forward_is_validated():
+    y = torch.arange(3).repeat(4)
+    old = torch.randn(12, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    with pytest.raises(TypeError, match="forward must be a callable"):
+        backfill_order(old, y, forward=torch.eye(3))
+    with pytest.raises(TypeError, match=r"forward\(h_old\) must be a torch.Tensor"):
+        backfill_order(old, y, forward=lambda h: h.numpy())
+    with pytest.raises(ValueError, match=r"forward\(h_old\) must keep one row per gallery item \(12\)"):
+        backfill_order(old, y, forward=lambda h: h[:5])
+    with pytest.raises(ValueError, match=r"forward\(h_old\) must be finite"):
+        backfill_order(old, y, forward=lambda h: h * float("nan"))
+    with pytest.raises(ValueError, match=r"forward\(h_old\) must be a non-empty \(N, D\) matrix"):
+        backfill_order(old, y, forward=lambda h: h.sum(1))
+
+
 def test_non_finite_features_are_rejected():
     h = torch.randn(6, 3, dtype=torch.float64)
     y = torch.tensor([0, 0, 1, 1, 2, 2])
@@ -436,4 +481,5 @@ def test_confirm_small_is_the_stored_study():
     assert sorted(map(int, runs)) == small["seeds"]
     for r in runs.values():
         assert r["downstream"]["lam_star"] in SELECT_LAMS and len(r["backfill"]["random_aucs"]) == N_RANDOM
+        assert set(r["backfill"]) == {"distance_F_auc", "distance_old_auc", "random_aucs"}
         assert set(r["adapters"]["BF_mAP"]) == {"FCT", "B⊥", "B_λ, λ=0", "B_λ, λ=1", "B_λ, λ=2", "B_λ, λ=inf"}

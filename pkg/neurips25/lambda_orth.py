@@ -550,22 +550,42 @@ def train_adapters(h_old: torch.Tensor, h_new: torch.Tensor, y, *, seed: int = 0
 
 # --- partial backfilling -----------------------------------------------------------------------
 
-def backfill_order(h_old: torch.Tensor, y, strategy: str = "distance", seed: int = 0) -> torch.Tensor:
+def backfill_order(h_old: torch.Tensor, y, strategy: str = "distance", seed: int = 0, *,
+                   forward=None) -> torch.Tensor:
     """The order in which gallery items are re-extracted with the new model.
 
-    ``"distance"``: farthest from their class mean (in the old space) first — the items the old
-    model represents worst; ``"random"``: a seeded random permutation.
+    ``"distance"``: farthest from their class mean first — the items the current gallery represents
+    worst; ``"random"``: a seeded random permutation (``seed``; the features are then not used).
+
+    ``forward``: the forward adapter F (a callable, e.g. ``CompatibleAdapters.forward_map``). With
+    it, the order is the paper's (Sec. 3.6, "Partial Backfilling Strategy"): the class means μ_c
+    are taken over the *forward-adapted* gallery F(h^k) and items are ranked by
+    d = ‖F(h^k) − μ_c‖₂ — the gallery that is actually being backfilled is F(old). Without it
+    (``None``), distances are measured on the raw old features h^k in the old space (our earlier
+    ordering, kept for comparison). Ties keep gallery order.
     """
     h_old = _check_features(h_old, "h_old")
     y = _check_class_labels(y, h_old.shape[0], "y", h_old.device)
+    if forward is not None and not callable(forward):
+        raise TypeError(f"forward must be a callable (the forward adapter F) or None, got "
+                        f"{type(forward).__name__}")
     if strategy == "random":
         return torch.randperm(len(y), generator=torch.Generator().manual_seed(seed))
     if strategy != "distance":
         raise ValueError(f"strategy must be 'distance' or 'random', got {strategy!r}")
-    means = torch.zeros_like(h_old)
+    h = h_old
+    if forward is not None:
+        with torch.no_grad():
+            h = forward(h_old)
+        h = _check_features(h, "forward(h_old)")
+        if h.shape[0] != h_old.shape[0]:
+            raise ValueError(f"forward(h_old) must keep one row per gallery item ({h_old.shape[0]}), "
+                             f"got shape {tuple(h.shape)}")
+        y = y.to(h.device)
+    means = torch.zeros_like(h)
     for c in torch.unique(y):
-        means[y == c] = h_old[y == c].mean(0)
-    dist = (h_old - means).norm(dim=1)
+        means[y == c] = h[y == c].mean(0)
+    dist = (h - means).norm(dim=1)
     return torch.sort(dist, descending=True, stable=True).indices
 
 
