@@ -288,6 +288,12 @@ def test_alg3_sample_sizes_follow_the_sampling_model():
     mean = s.mean(0) / 600
     assert np.allclose(mean, (1 - q) / 2, atol=0.005)  # p1 = p2 = (1 - q)/2
     assert alg3_sample_sizes(0, 3, 0) == (0, 0)
+    # size=T: T draws in one call, the same stream as T single draws from one generator
+    many = alg3_sample_sizes(600, 16, np.random.default_rng(5), size=7)
+    rng = np.random.default_rng(5)
+    assert many.shape == (7, 2) and many.tolist() == [list(alg3_sample_sizes(600, 16, rng)) for _ in range(7)]
+    with pytest.raises(ValueError, match="size must be a positive int"):
+        alg3_sample_sizes(600, 16, 0, size=0)
 
 
 def test_alg3_fairness_within_lemma15_bound():

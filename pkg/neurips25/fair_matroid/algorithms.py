@@ -171,14 +171,17 @@ def alg3_q(d: int) -> float:
     return check_int(d, "d") ** -0.25 / 3
 
 
-def alg3_sample_sizes(n: int, d: int, rng=None) -> tuple[int, int]:
+def alg3_sample_sizes(n: int, d: int, rng=None, size: int | None = None):
     """(|S1|, |S2|) for a random-order stream of n elements. Alg. 3 lives in the sampling model (Def. 5):
     each element goes to S1 or S2 with probability p1 = p2 = (1 - q)/2 each, else to the online part T.
     Thm 18 runs it in random order by drawing the three sizes from Multinomial(n; p1, p2, q) and taking
-    the first |S1| arrivals as S1, the next |S2| as S2; the rest is T."""
+    the first |S1| arrivals as S1, the next |S2| as S2; the rest is T. With ``size``, ``size``
+    independent draws as a (size, 2) int array (one per Monte Carlo trial)."""
     n, q = check_int(n, "n", low=0), alg3_q(d)
-    s1, s2, _ = _rng(rng).multinomial(n, [(1 - q) / 2, (1 - q) / 2, q])
-    return int(s1), int(s2)
+    if size is None:
+        s1, s2, _ = _rng(rng).multinomial(n, [(1 - q) / 2, (1 - q) / 2, q])
+        return int(s1), int(s2)
+    return _rng(rng).multinomial(n, [(1 - q) / 2, (1 - q) / 2, q], size=check_int(size, "size"))[:, :2]
 
 
 def alg3_orient(M: GraphicMatroid, S1: Sequence[int], S2: Sequence[int]) -> np.ndarray:

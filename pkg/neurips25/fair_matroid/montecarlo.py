@@ -12,7 +12,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.stats import beta as _beta
 
 from ..runtime import cap, check_int
-from .algorithms import AcceptAll, _Online, alg3_q, cor4_d, d_levels, u_position
+from .algorithms import AcceptAll, _Online, alg3_sample_sizes, cor4_d, d_levels, u_position
 from .matroids import GraphicMatroid, _Matroid
 
 # Under NEURIPS25_SMOKE=1 (a bounded test run of any configuration) every Monte Carlo estimate uses at
@@ -157,12 +157,11 @@ def alg3_acceptance_mc(M: GraphicMatroid, d: int, n_trials: int, seed: int = 0, 
     n_trials = check_int(n_trials, "n_trials")
     batch = check_int(batch, "batch")  # 0 would never finish
     n_trials = cap(n_trials, SMOKE_TRIALS)
-    q = alg3_q(d)
     rng, counts, done, ok = np.random.default_rng(seed), np.zeros(M.n, dtype=np.int64), 0, True
     while done < n_trials:
         T = min(batch, n_trials - done)
         pos = np.argsort(rng.random((T, M.n)), axis=1).argsort(axis=1)
-        sizes = rng.multinomial(M.n, [(1 - q) / 2, (1 - q) / 2, q], size=T)[:, :2]
+        sizes = alg3_sample_sizes(M.n, d, rng, size=T)
         accepted = alg3_accept_batch(M, d, pos, sizes)
         counts += accepted.sum(0)
         ok &= bool(forest_rows(M, accepted).all())
