@@ -447,8 +447,13 @@ def _check_family(family: str) -> str:
     return family
 
 
+def _dim(family: str) -> int:
+    """Parameters of a closed-form family: (μ, σ) for the Gaussian, one otherwise."""
+    return 2 if family == "gaussian" else 1
+
+
 def _check_theta0(family: str, theta0) -> np.ndarray:
-    d = 2 if family == "gaussian" else 1
+    d = _dim(family)
     what = "(mu, sigma) with sigma > 0" if d == 2 else "one positive parameter"
     try:
         theta0 = np.asarray(theta0, dtype=float).reshape(-1)
@@ -551,7 +556,7 @@ def neg_log_lik(family: str, theta, m: int, s, grad: bool = False):
     """
     _check_family(family)
     m = check_int(m, "m")
-    d = 2 if family == "gaussian" else 1
+    d = _dim(family)
     theta, s = np.asarray(theta, dtype=float).reshape(-1), np.asarray(s, dtype=float).reshape(-1)
     if theta.shape != (d,) or s.shape != (d,):
         raise ValueError(f"theta and s must each hold {d} number(s) for family {family!r}, got "
@@ -593,7 +598,7 @@ def optimized_iterations(family: str, theta0, n: int, T: int, R: int, seed: int 
             raise TypeError(f"{name} must be a bool, got {flag!r}")
     bounds = None
     if bounded:
-        bounds = [(None, None), (1e-12, None)] if family == "gaussian" else [(1e-12, None)]
+        bounds = [(None, None)] * (_dim(family) - 1) + [(1e-12, None)]  # the last one is σ, λ or θ
     exact, failed = [], []
 
     def fit(m: int, s: np.ndarray, prev: np.ndarray) -> np.ndarray:

@@ -178,10 +178,11 @@ def alg3_sample_sizes(n: int, d: int, rng=None, size: int | None = None):
     the first |S1| arrivals as S1, the next |S2| as S2; the rest is T. With ``size``, ``size``
     independent draws as a (size, 2) int array (one per Monte Carlo trial)."""
     n, q = check_int(n, "n", low=0), alg3_q(d)
+    p = [(1 - q) / 2, (1 - q) / 2, q]
     if size is None:
-        s1, s2, _ = _rng(rng).multinomial(n, [(1 - q) / 2, (1 - q) / 2, q])
+        s1, s2, _ = _rng(rng).multinomial(n, p)
         return int(s1), int(s2)
-    return _rng(rng).multinomial(n, [(1 - q) / 2, (1 - q) / 2, q], size=check_int(size, "size"))[:, :2]
+    return _rng(rng).multinomial(n, p, size=check_int(size, "size"))[:, :2]
 
 
 def alg3_orient(M: GraphicMatroid, S1: Sequence[int], S2: Sequence[int]) -> np.ndarray:
