@@ -5,6 +5,7 @@ restricted execution of generated rule code; ``learning``: knowledge graph, rule
 generation, verification and pruning; ``agents``: planner, MPC agent, baselines, evaluation.
 """
 from .agents import (
+    BUDGET_ARMS,
     MAX_TRIES,
     METHODS,
     REFLEXION_MEMORY,
@@ -56,7 +57,7 @@ from .world import (
     succeeds,
 )
 
-__all__ = ["MAX_TRIES", "METHODS", "REFLEXION_MEMORY", "Agent", "Planner", "SceneGraph", "evaluate", "fit_hypothesis_prior", "prediction_accuracy",
+__all__ = ["MAX_TRIES", "METHODS", "BUDGET_ARMS", "REFLEXION_MEMORY", "Agent", "Planner", "SceneGraph", "evaluate", "fit_hypothesis_prior", "prediction_accuracy",
            "run_episode", "run_world", "K_MAX", "HypothesisPrior", "KnowledgeGraph", "LanguageModelPrior", "Rule", "Transition", "WorldModel", "align",
            "induce_rules", "prune_rules", "rank_hypotheses", "verify_rules", "CodeRule", "RuleTimeoutError", "UnsafeCodeError",
            "call_limited", "compile_rule", "validate_rule_source", "CRAFT_ACTIONS", "DEFAULT_RECIPES", "GOAL",

@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .agents import evaluate, fit_hypothesis_prior
+from .agents import BUDGET_ARMS, evaluate, fit_hypothesis_prior
 
 LIMITS = (0, 1, 2, 3, 5, None)
-ABLATIONS = ("walle", "rules_only", "graph_only", "no_prune", "no_scene")
+ABLATIONS = ("walle", "rules_only", "graph_only", "no_prune", "no_scene", "rules_no_scene")
 
 # small: exactly the stored walle.json. full: the notebook's full scale, closer to the paper, which
 # averages over many modified Mars worlds and 134 ALFWorld tasks with several learning iterations
@@ -27,7 +27,7 @@ SWEEP = {
 
 def sweep(worlds: int = 20, modifications: int = 5, iters: int = 5, max_steps: int = 80,
           train_worlds: int = 30, first: int = 0) -> dict:
-    """Pruning-limit sweep (WALL-E and rules only) and ablations on worlds ``first .. first+worlds-1``.
+    """Pruning-limit sweep (``BUDGET_ARMS``) and ablations on worlds ``first .. first+worlds-1``.
     ``NEURIPS25_SMOKE=1`` (``runtime.cap``): two evaluation and two training worlds."""
     from ..runtime import cap
 
@@ -37,7 +37,7 @@ def sweep(worlds: int = 20, modifications: int = 5, iters: int = 5, max_steps: i
                           max_steps=max_steps, train_worlds=train_worlds), "limits": {}, "ablations": {}}
     common = dict(n_iters=iters, n_modifications=modifications, max_steps=max_steps, prior=prior)
     for lim in LIMITS:
-        r = evaluate(seeds, ["walle", "rules_only"], limit=lim, **common)
+        r = evaluate(seeds, list(BUDGET_ARMS), limit=lim, **common)
         out["limits"][str(lim)] = {m: {"success": r[m]["success"].tolist(), "reward": r[m]["reward"].tolist(),
                                        "n_rules": r[m]["n_rules"].tolist()} for m in r}
     r = evaluate(seeds, list(ABLATIONS), limit=5, **common)

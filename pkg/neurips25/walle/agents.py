@@ -30,12 +30,15 @@ from .world import (
     succeeds,
 )
 
-__all__ = ["METHODS", "REFLEXION_MEMORY", "SceneGraph", "Planner", "Agent", "run_episode", "run_world", "evaluate",
+__all__ = ["METHODS", "BUDGET_ARMS", "REFLEXION_MEMORY", "SceneGraph", "Planner", "Agent", "run_episode", "run_world", "evaluate",
            "fit_hypothesis_prior",
            "prediction_accuracy", "MAX_TRIES"]
 
 METHODS = ("walle", "react", "reflexion", "skill", "rules_only", "graph_only", "no_prune", "no_scene",
            "rules_no_scene")
+# the rule-budget sweep: WALL-E, rules without the knowledge graph, and action rules alone (neither
+# graph: the "rules only" row of the paper's Table 3)
+BUDGET_ARMS = ("walle", "rules_only", "rules_no_scene")
 _MPC = {"walle", "rules_only", "graph_only", "no_prune", "no_scene", "rules_no_scene"}
 _NO_GRAPH = {"rules_only", "rules_no_scene"}  # no knowledge graph
 _NO_SCENE = {"no_scene", "rules_no_scene"}  # no scene-graph memory: only the current observation
