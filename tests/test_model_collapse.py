@@ -331,7 +331,11 @@ def test_optimized_iterations_match_the_exact_mle():
     g = optimized_iterations("gaussian", [0.0, 1.0], n=10, T=4, R=3, seed=0)
     np.testing.assert_allclose(g.theta, g.exact, atol=1e-4)
     free = optimized_iterations("beta", [0.1], n=20, T=3, R=20, seed=0, bounded=False)
-    assert (free.theta[0] <= 0).any()
+    out = free.theta[0, :, 0] <= 0
+    assert out.any()
+    # a run that left the parameter space stays where it left, flagged as failed
+    np.testing.assert_array_equal(free.theta[2, out], free.theta[0, out])
+    assert free.failed[1:, out].all()
 
 
 def test_optimized_validation():

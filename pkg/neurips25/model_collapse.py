@@ -586,7 +586,8 @@ def optimized_iterations(family: str, theta0, n: int, T: int, R: int, seed: int 
     Each generation minimises ``neg_log_lik`` on all accumulated samples, started from the previous
     estimate θ(t). ``bounded=True`` keeps σ, λ, θ ≥ 1e-12 (scipy then uses L-BFGS-B); ``False``
     runs scipy's default unconstrained BFGS, which can step to θ ≤ 0, where the objective is
-    ``nan``. ``gradient=True`` passes the analytic gradient (three times faster); without it scipy
+    ``nan``; such a run is frozen where it left (no further optimiser calls on an undefined
+    objective). ``gradient=True`` passes the analytic gradient (three times faster); without it scipy
     takes finite differences, as the paper presumably did: both reach the same optimum. The paper
     does not give its start, bounds or method. The samples follow the same random stream as
     ``closed_form_iterations`` with the same seed for as long as the two arms agree.
@@ -605,6 +606,9 @@ def optimized_iterations(family: str, theta0, n: int, T: int, R: int, seed: int 
         exact.append(_mle_from_stats(family, m, s))
         new, bad = np.empty_like(prev), np.zeros(len(prev), dtype=bool)
         for r in range(len(prev)):
+            if not np.isfinite(neg_log_lik(family, prev[r], m, s[r])):  # left the space earlier:
+                new[r], bad[r] = prev[r], True  # the likelihood stays undefined, the run stays out
+                continue
             res = minimize(lambda th, r=r: neg_log_lik(family, th, m, s[r], gradient), prev[r],
                            jac=gradient, bounds=bounds)
             new[r], bad[r] = res.x, not res.success
