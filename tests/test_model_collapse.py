@@ -19,6 +19,7 @@ from neurips25.model_collapse import (
     gaussian_replications,
     gaussian_sq_error,
     iterate_mle,
+    mean_error,
     neg_log_lik,
     nonsmooth_replications,
     optimized_iterations,
@@ -378,3 +379,10 @@ def test_closed_form_validation():
         args = {"n": 10, "T": 5, "R": 2, **kw}
         with pytest.raises(ValueError, match=name):
             closed_form_iterations("exponential", [1.0], **args)
+
+
+def test_mean_error_is_the_run_mean_of_the_distance():
+    theta = np.array([[[3.0, 4.0], [0.0, 0.0]], [[0.0, 1.0], [1.0, 0.0]]])  # (T=2, R=2, d=2)
+    np.testing.assert_allclose(mean_error(theta, [0.0, 0.0]), [2.5, 1.0])
+    with pytest.raises(ValueError, match=r"theta must be \(T, R, 1\)"):
+        mean_error(theta, [1.0])

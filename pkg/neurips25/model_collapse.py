@@ -36,7 +36,7 @@ __all__ = [
     "SCHEMES", "Family", "IterationResult", "iterate_mle", "GaussianParams", "GaussianFamily",
     "gaussian_replications", "gaussian_sq_error", "gaussian_kl", "NonSmoothFamily",
     "nonsmooth_replications", "nonsmooth_generations", "CouplingFlow", "FlowFamily",
-    "CLOSED_FORM_FAMILIES", "closed_form_mle", "closed_form_iterations", "neg_log_lik",
+    "CLOSED_FORM_FAMILIES", "closed_form_mle", "closed_form_iterations", "mean_error", "neg_log_lik",
     "OptimizedIterations", "optimized_iterations",
 ]
 
@@ -544,6 +544,15 @@ def closed_form_iterations(family: str, theta0, n: int, T: int, R: int, seed: in
     """
     return _iterate_closed_form(family, theta0, n, T, R, seed,
                                 lambda m, s, prev: _mle_from_stats(family, m, s))
+
+
+def mean_error(theta, theta0) -> np.ndarray:
+    """Appendix G's error curve: the mean over the runs of ‖θ(t) − θ0‖, θ ``(T, R, d)`` → ``(T,)``."""
+    theta, theta0 = np.asarray(theta, dtype=float), np.asarray(theta0, dtype=float).reshape(-1)
+    if theta.ndim != 3 or theta.shape[-1] != theta0.size:
+        raise ValueError(f"theta must be (T, R, {theta0.size}) for a theta0 of {theta0.size} number(s), "
+                         f"got shape {theta.shape}")
+    return np.linalg.norm(theta - theta0, axis=-1).mean(1)
 
 
 def neg_log_lik(family: str, theta, m: int, s, grad: bool = False):
