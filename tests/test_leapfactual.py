@@ -57,6 +57,19 @@ def test_toy_full_leap_is_translation():
     assert (toy.classify(z2) == yt.numpy()).mean() >= 0.99
 
 
+def test_zero_lift_only_lands():
+    """gamma_lift = 0 is the official code's injection: no lift, one land from z itself."""
+    toy = SquaresToy()
+    z, y = toy.sample(50, seed=4)
+    yt = (y + 2) % 4
+    landed = odeint(lambda u, t: 0.1 * toy.velocity(u, t, yt), z, 0.0, 1.0, 16)
+    assert torch.equal(leap(toy.velocity, z, y, yt, 0.0, 0.1, steps=16), landed)
+    with pytest.raises(ValueError, match="gamma_lift must be >= 0"):
+        leap(toy.velocity, z, y, yt, -0.1, 0.1)
+    with pytest.raises(ValueError, match="gamma_land must be positive"):
+        leap(toy.velocity, z, y, yt, 0.0, 0.0)
+
+
 def test_equal_gammas_with_target_class_leave_z_unchanged():
     toy = SquaresToy()
     z, y = toy.sample(200, seed=2)
@@ -96,7 +109,7 @@ def test_validation_errors():
     with pytest.raises(ValueError, match="z must be"):
         leap(toy.velocity, z[0], y, y)
     with pytest.raises(ValueError, match="gamma_lift"):
-        leap(toy.velocity, z, y, y, gamma_lift=0.0)
+        leap(toy.velocity, z, y, y, gamma_lift=-1.0)
     with pytest.raises(ValueError, match="target must be in"):
         leapfactual(z, toy.classify, 7, toy.velocity, n_classes=4)
     with pytest.raises(ValueError, match="target must be in"):  # n_classes from the flow's owner
@@ -138,7 +151,7 @@ def test_invalid_inputs_are_rejected_not_passed_on():
         leap(toy.velocity, z, y, y, steps=True)
     with pytest.raises(ValueError, match="steps must be a positive int"):
         leapfactual(z, toy.classify, 1, toy.velocity, n_blend=0, steps=0)
-    for bad in ((1.0, 1.0, 5.0), (1.0,), (1.0, 0.0), (1.0, float("nan")), 1.0):
+    for bad in ((1.0, 1.0, 5.0), (1.0,), (1.0, 0.0), (-1.0, 1.0), (1.0, float("nan")), 1.0):
         with pytest.raises(ValueError, match="gamma_inject must be a pair"):
             leapfactual(z, toy.classify, 1, toy.velocity, n_blend=1, n_inject=1, gamma_inject=bad)
     x_ce = leapfactual(z, toy.classify, 1, toy.velocity, n_blend=1, n_inject=1, gamma_inject=[1.0, 1.05])[0]
@@ -306,11 +319,12 @@ def test_table2_settings_match_the_notebook():
     # N_i = 5 x (1, 1.05); the Opt baseline: lr 0.02, up to 1,000 steps, lambda = 1e-3
     for s, n_eval, steps in (("small", 200, 16), ("full", 450, 32)):
         cfg = TABLE2[s]
-        assert {k: cfg[k] for k in cfg if k != "n_blend_soft"} == {k: SEED0[s][k] for k in cfg
-                                                                  if k != "n_blend_soft"}
+        own = ("n_blend_soft", "gamma_inject_soft")  # the soft-label protocol's settings
+        assert {k: cfg[k] for k in cfg if k not in own} == {k: SEED0[s][k] for k in cfg if k not in own}
         assert (cfg["weak_frac"], cfg["n_eval"], cfg["steps"]) == (0.1, n_eval, steps)
         assert (cfg["n_blend"], cfg["n_blend_soft"], cfg["gamma_blend"]) == (30, 15, 0.1)
         assert (cfg["n_inject"], tuple(cfg["gamma_inject"])) == (5, (1.0, 1.05))
+        assert tuple(cfg["gamma_inject_soft"]) == (0.0, 0.1)  # the official code: land only
     assert TABLE2["small"]["seeds"] == (0, 1, 2)
     assert OPT_BASELINE == dict(lr=0.02, max_steps=1000, lam=1e-3)
 
@@ -324,7 +338,7 @@ def test_table2_run_smoke(monkeypatch):
     assert set(table) == {"argmax", "soft"}
     assert list(table["argmax"]) == ["Opt", "CGM", "LeapFactual", "LeapFactual_R"]
     assert list(table["soft"]) == ["LeapFactual (soft)", "LeapFactual_R (soft)",
-                                   "one full soft leap (CGM-style)"]
+                                   "LeapFactual_R (soft, lift 1 / land 1.05)", "one full soft leap (CGM-style)"]
     for m in (*table["argmax"].values(), *table["soft"].values()):
         assert set(m) == {"flip", "oracle", "dist", "nn_dist"}
         assert 0 <= m["flip"] <= 1 and 0 <= m["oracle"] <= 1 and m["dist"] >= 0 and m["nn_dist"] >= 0

@@ -50,11 +50,13 @@ def _check_batch(x, name: str, width: int | None = None) -> None:
 
 
 def _check_gamma_pair(g, name: str) -> tuple[float, float]:
-    """(γ_lift, γ_land), both positive and finite; a third value would be silently ignored."""
+    """(γ_lift, γ_land), finite, γ_lift ≥ 0 (0: no lift) and γ_land > 0; a third value would be
+    silently ignored."""
     if not (isinstance(g, (tuple, list)) and len(g) == 2
-            and all(isinstance(v, Real) and not isinstance(v, bool) and 0 < v < math.inf for v in g)):
-        raise ValueError(f"{name} must be a pair (gamma_lift, gamma_land) of positive finite numbers, "
-                         f"got {g!r}")
+            and all(isinstance(v, Real) and not isinstance(v, bool) and 0 <= v < math.inf for v in g)
+            and g[1] > 0):
+        raise ValueError(f"{name} must be a pair (gamma_lift, gamma_land) of finite numbers with "
+                         f"gamma_lift >= 0 and gamma_land > 0, got {g!r}")
     return float(g[0]), float(g[1])
 
 
@@ -192,17 +194,21 @@ def leap(velocity: Velocity, z: torch.Tensor, y_c, y_t, gamma_lift: float = 1.0,
          steps: int = 32, method: str = "rk4") -> torch.Tensor:
     """Algorithm 1. Lift: dz/dτ = γ_lift v(z, τ, y_c) from τ = 1 to 0; Land: dz/dτ = γ_land v(z, τ, y_t)
     from τ = 0 to 1. With γ = 1 and an exact flow this swaps the class and keeps everything else.
-    ``y_c``/``y_t`` are labels (B,) or class probabilities (B, K) for a flow trained on soft labels."""
+    ``gamma_lift = 0`` skips the lift (the land starts from z itself): the official code's injection,
+    which only pushes z along the target's velocity. ``y_c``/``y_t`` are labels (B,) or class
+    probabilities (B, K) for a flow trained on soft labels."""
     if not torch.is_tensor(z) or z.ndim != 2:
         raise ValueError(f"z must be a (B, d) tensor, got {type(z).__name__} {getattr(z, 'shape', '')}")
     k = _flow_classes(velocity)
     y_c = _check_condition(y_c, len(z), "y_c", k, z)
     y_t = _check_condition(y_t, len(z), "y_t", k, z)
-    for name, g in (("gamma_lift", gamma_lift), ("gamma_land", gamma_land)):
-        if not g > 0:
-            raise ValueError(f"{name} must be positive, got {g}")
+    if not gamma_lift >= 0:
+        raise ValueError(f"gamma_lift must be >= 0, got {gamma_lift}")
+    if not gamma_land > 0:
+        raise ValueError(f"gamma_land must be positive, got {gamma_land}")
     with torch.no_grad():
-        z = odeint(lambda u, t: gamma_lift * velocity(u, t, y_c), z, 1.0, 0.0, steps, method)
+        if gamma_lift > 0:
+            z = odeint(lambda u, t: gamma_lift * velocity(u, t, y_c), z, 1.0, 0.0, steps, method)
         return odeint(lambda u, t: gamma_land * velocity(u, t, y_t), z, 0.0, 1.0, steps, method)
 
 
@@ -671,12 +677,13 @@ def seed0_details(cfg: dict, seed: int = 0) -> dict:
 
 _TABLE2_KEYS = ("weak_frac", "weak_epochs", "latent", "vae_hidden", "vae_beta", "vae_epochs", "cfm_hidden",
                 "cfm_epochs", "n_eval", "steps", "n_blend", "n_blend_soft", "gamma_blend", "n_inject",
-                "gamma_inject")
+                "gamma_inject", "gamma_inject_soft")
 TABLE2 = {
     # the notebook's CFG (its f on 10 % of the digits, 200 / 450 explained test digits), plus the
-    # N_b = 15 soft-label blending leaps of the paper's Morpho-MNIST code; the Table 3 sweep's seeds
-    s: dict({k: SEED0[s][k] for k in _TABLE2_KEYS if k != "n_blend_soft"}, n_blend_soft=15,
-            seeds=SEED0[s]["seeds"])
+    # paper's Morpho-MNIST code for soft labels: N_b = 15 blending leaps, then N_i = 5 injections that
+    # only land, with γ = 0.1 (its leap() in mode 'injection' skips the lift); the Table 3 sweep's seeds
+    s: dict({k: SEED0[s][k] for k in _TABLE2_KEYS if k not in ("n_blend_soft", "gamma_inject_soft")},
+            n_blend_soft=15, gamma_inject_soft=(0.0, 0.1), seeds=SEED0[s]["seeds"])
     for s in ("small", "full")
 }
 # the Opt baseline: Adam on the latent, stopped per sample once f flips
@@ -708,9 +715,10 @@ def table2_run(seed: int, cfg: dict, details: bool = False):
     ``"argmax"``: the flow and f's queries use f's argmax labels — Opt (``OPT_BASELINE``), CGM (one full
     leap), LeapFactual (the state after ``n_blend`` blending leaps) and LeapFactual_R (+ ``n_inject``
     injections). ``"soft"``: the paper's Table 2 code — a flow on f's probabilities, lifts conditioned on
-    them, all ``n_blend_soft`` leaps — for LeapFactual, LeapFactual_R and one full soft leap. Metrics per
-    method (``counterfactual_metrics``): flip rate of f, oracle agreement with y', distance to the input
-    and to the nearest training digit. Returns ``{"argmax": {method: metrics}, "soft": {...}}``;
+    them, all ``n_blend_soft`` leaps — for LeapFactual, LeapFactual_R (+ ``n_inject`` land-only leaps,
+    ``gamma_inject_soft``; and, beside it, with the lift-and-land ``gamma_inject``) and one full soft
+    leap. Metrics per method (``counterfactual_metrics``): flip rate of f, oracle agreement with y',
+    distance to the input and to the nearest training digit. Returns ``{"argmax": {method: metrics}, "soft": {...}}``;
     ``details=True`` returns ``(table, run)``, ``run`` a namespace of the data, models and CEs."""
     from types import SimpleNamespace
 
@@ -745,8 +753,11 @@ def table2_run(seed: int, cfg: dict, details: bool = False):
     proba = lambda x: f(x).softmax(1)  # noqa: E731
     soft = dict(blend, n_blend=cap(cfg["n_blend_soft"]), soft=True)
     V = cfm_soft.velocity
+    inject_soft = dict(inject, gamma_inject=tuple(cfg["gamma_inject_soft"]))
+    lift_land = "LeapFactual_R (soft, lift {:g} / land {:g})".format(*cfg["gamma_inject"])
     ces_soft = {"LeapFactual (soft)": leapfactual(x_ev, proba, target, V, E, D, **soft)[0],
-                "LeapFactual_R (soft)": leapfactual(x_ev, proba, target, V, E, D, **soft, **inject)[0],
+                "LeapFactual_R (soft)": leapfactual(x_ev, proba, target, V, E, D, **soft, **inject_soft)[0],
+                lift_land: leapfactual(x_ev, proba, target, V, E, D, **soft, **inject)[0],
                 "one full soft leap (CGM-style)": leapfactual(x_ev, proba, target, V, E, D, n_blend=1,
                                                               gamma_blend=1.0, steps=S, soft=True)[0]}
     table = {name: {k: counterfactual_metrics(x_ev, xc, target, f, oracle, Xtr) for k, xc in c.items()}
