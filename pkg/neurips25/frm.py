@@ -800,7 +800,10 @@ def run_experiment(cfg: dict | None = None, seed: int = 0, encoder: StepEncoder 
                 for name, s_val in (("prm", s_prm_val), ("orm", s_orm_val))}
     m = {"CoT@1": single_chain_report(y, ans, g),
          "Maj@32": fairness_report(y, majority_vote(ans), g),
-         "fair prompt Maj@32": fairness_report(y, majority_vote(ans_fair), g)}
+         "fair prompt Maj@32": fairness_report(y, majority_vote(ans_fair), g),
+         # the paper's main Fairness Prompt baseline is one instructed chain (its Sec. 5; voting over
+         # instructed chains is an App. D.3 variant)
+         "fair prompt CoT@1": single_chain_report(y, ans_fair, g)}
     for tau in taus:
         m[f"FRM tau={tau}"] = fairness_report(y, weighted_vote(ans, s_prm, tau), g)
     for tau in taus:
