@@ -749,14 +749,16 @@ def table2_run(seed: int, cfg: dict, details: bool = False):
            "CGM": cgm_swap(x_ev, f, target, cfm.velocity, E, D, steps=S)[0],
            "LeapFactual": D(path[-1 - inject["n_inject"]]),
            "LeapFactual_R": D(path[-1])}
-    # soft labels: the black box reports probabilities; every blending leap runs
+    # soft labels: the black box reports probabilities; every blending leap runs. One LeapFactual_R
+    # run with the official injection; plain LeapFactual's CE is again its state after blending
     proba = lambda x: f(x).softmax(1)  # noqa: E731
     soft = dict(blend, n_blend=cap(cfg["n_blend_soft"]), soft=True)
     V = cfm_soft.velocity
     inject_soft = dict(inject, gamma_inject=tuple(cfg["gamma_inject_soft"]))
+    *_, path_soft = leapfactual(x_ev, proba, target, V, E, D, **soft, **inject_soft, return_path=True)
     lift_land = "LeapFactual_R (soft, lift {:g} / land {:g})".format(*cfg["gamma_inject"])
-    ces_soft = {"LeapFactual (soft)": leapfactual(x_ev, proba, target, V, E, D, **soft)[0],
-                "LeapFactual_R (soft)": leapfactual(x_ev, proba, target, V, E, D, **soft, **inject_soft)[0],
+    ces_soft = {"LeapFactual (soft)": D(path_soft[-1 - inject["n_inject"]]),
+                "LeapFactual_R (soft)": D(path_soft[-1]),
                 lift_land: leapfactual(x_ev, proba, target, V, E, D, **soft, **inject)[0],
                 "one full soft leap (CGM-style)": leapfactual(x_ev, proba, target, V, E, D, n_blend=1,
                                                               gamma_blend=1.0, steps=S, soft=True)[0]}
