@@ -421,6 +421,51 @@ def test_distill_smoke_and_chunk_gap(toks):
         ct.distill(student, corpus, "alm")
 
 
+def test_gradmag_weights_equalise_the_terms_push_on_the_last_block(toks):
+    corpus, bpe, _ = toks
+    model = tiny_model(bpe, n_layer=2, n_embd=16, n_head=2, n_positions=64)
+    x = torch.tensor([bpe(corpus[0])["input_ids"][:20]])
+    lp = ct.token_logprobs(model, x, torch.ones_like(x))
+    a, b = -lp.mean(), 5.0 * (lp ** 2).mean()  # two terms with very different gradient sizes
+    params = list(ct.last_block(model).parameters())
+    assert all(p is q for p, q in zip(params, model.transformer.h[-1].parameters()))
+    w = ct.gradmag_weights([a, b], params)
+    assert w.sum().item() == pytest.approx(1.0) and not w.requires_grad
+    norms = [torch.cat([g.flatten() for g in torch.autograd.grad(wi * t, params, retain_graph=True)]).norm()
+             for wi, t in zip(w, (a, b))]
+    assert norms[0].item() == pytest.approx(norms[1].item(), rel=1e-4)  # equal push on the probe layer
+    # scale-free: multiplying a term by a constant leaves the mix of the two gradients unchanged
+    w3 = ct.gradmag_weights([a, 3.0 * b], params)
+    assert (w3[0] / (3.0 * w3[1])).item() == pytest.approx((w[0] / w[1]).item(), rel=1e-5)
+    assert ct.gradmag_weights([a], params).item() == pytest.approx(1.0)  # one term: the plain loss
+    with pytest.raises(ValueError, match="losses"):
+        ct.gradmag_weights([], params)
+    with pytest.raises(ValueError, match="scalar"):
+        ct.gradmag_weights([lp], params)
+    with pytest.raises(ValueError, match="params"):
+        ct.gradmag_weights([a], [])
+    with pytest.raises(TypeError, match="transformer blocks"):
+        ct.last_block(torch.nn.Linear(2, 2))
+
+
+def test_gradmag_balance_changes_only_two_term_objectives(toks):
+    corpus, bpe, _ = toks
+    tok_s = build_tokenizer("bpe", corpus[::-1], vocab_size=300)
+    teacher = tiny_model(bpe, n_layer=1, n_embd=16, n_head=2, n_positions=64)
+    data = ct.DistillData(corpus[:32], teacher, bpe, tok_s)
+    hist = {}
+    for method in ("sft", "alm", "alm+sft"):
+        for balance in ct.BALANCES:
+            run = ct.distill(ct.transfer_model(teacher, bpe, tok_s), data, method, steps=3, batch_size=8, tau=10.0,
+                             balance=balance, accelerator="cpu")
+            hist[method, balance] = run.history
+    assert hist["sft", "sum"] == hist["sft", "gradmag"] and hist["alm", "sum"] == hist["alm", "gradmag"]
+    # a convex combination of the two terms is smaller than their sum
+    assert all(g < s for g, s in zip(hist["alm+sft", "gradmag"], hist["alm+sft", "sum"]))
+    with pytest.raises(ValueError, match="balance"):
+        ct.CrossTokenizerDistiller(teacher, "alm", balance="mean")
+
+
 def test_distill_data_and_training_run_on_the_given_device(toks, any_device):
     corpus, bpe, _ = toks
     tok_s = build_tokenizer("bpe", corpus[::-1], vocab_size=300)
@@ -505,6 +550,14 @@ def test_seeds_small_is_the_stored_run():
     for s, by_n in sizes.items():
         assert sorted(map(int, by_n)) == BYTE_DATA and str(small["n_transfer"]) in by_n
         assert by_n[str(small["n_transfer"])] == steps[s]["150"]
+    from neurips25.cross_tokenizer_seeds import GRADMAG_BYTE_METHODS, GRADMAG_METHODS
+
+    gm = payload["data"]["gradmag"]  # GradMag study: the chapter's seeds and fresh seeds 3-5
+    assert sorted(map(int, gm)) == [*small["seeds"], 3, 4, 5]
+    for s, r in gm.items():
+        assert set(r["bpe"]) == set(GRADMAG_METHODS) and set(r["byte"]) == set(GRADMAG_BYTE_METHODS)
+        if s in payload["data"]["byte_runs"]:  # one-term SFT: the same under both balances
+            assert r["byte"]["sft"]["bpb"] == pytest.approx(payload["data"]["byte_runs"][s]["sft"]["bpb"], abs=1e-4)
 
 
 def test_seeds_cli_rejects_bad_step_counts():
@@ -516,6 +569,8 @@ def test_seeds_cli_rejects_bad_step_counts():
         main(["--byte-data", "0", "128"])
     with pytest.raises(SystemExit):
         main(["--byte-steps", "150", "--byte-data", "128"])
+    with pytest.raises(SystemExit):
+        main(["--gradmag", "--byte-steps", "150"])
     with pytest.raises(ValueError, match="one size per entry"):
         from neurips25.cross_tokenizer_seeds import SEEDS, byte_steps_run
 

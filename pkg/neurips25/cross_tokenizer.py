@@ -46,12 +46,13 @@ __all__ = [
     "token_logprobs", "text_logprobs", "bits_per_byte", "chunk_table", "chunk_gap", "fvt_embeddings",
     "pretoken_start_ids", "uld_loss", "mined_mapping", "mined_loss", "dskd_loss", "DSKDProjectors",
     "transfer_model", "truncated_student", "DistillData",
-    "CrossTokenizerDistiller", "distill", "METHODS",
+    "CrossTokenizerDistiller", "distill", "METHODS", "BALANCES", "gradmag_weights", "last_block",
 ]
 
 METHODS = ("sft", "uld", "mined", "dskd", "alm", "alm_nodebias", "alm+sft")
 MINED_TEMPERATURE = 2.0  # the official code's kd_temp for its baselines (MinED and DSKD)
 DSKD_SKEW = 0.1  # the official code's default divergence for DSKD: skewed reverse KL, lambda = 0.1
+BALANCES = ("sum", "gradmag")  # how a two-term objective (SFT + a distillation term) adds its terms
 
 
 # ------------------------------------------------------------------------------------- corpus
@@ -353,6 +354,39 @@ def dskd_loss(proj: DSKDProjectors, student: dict[str, torch.Tensor], teacher: d
 
 
 # ------------------------------------------------------------------------------ model log-probs
+def last_block(model) -> torch.nn.Module:
+    """The last transformer block of a GPT-2- or Llama-style ``*ForCausalLM`` (GradMag's probe layer)."""
+    base = getattr(model, "base_model", None)
+    blocks = getattr(base, "h", None) or getattr(base, "layers", None)
+    if not isinstance(blocks, torch.nn.ModuleList) or len(blocks) == 0:
+        raise TypeError(f"model must be a GPT-2- or Llama-style causal LM with transformer blocks, got "
+                        f"{type(model).__name__}")
+    return blocks[-1]
+
+
+def gradmag_weights(losses: Sequence[torch.Tensor], params: Sequence[torch.Tensor],
+                    eps: float = 1e-8) -> torch.Tensor:
+    r"""GradMag loss weights (the paper's loss balancing; ``approx_gradmag_preserve_mag`` in its code):
+    $w_i = \lVert\nabla_\theta L_i\rVert^{-1} / \sum_j \lVert\nabla_\theta L_j\rVert^{-1}$, with $\theta$
+    the last transformer block, so that every term pushes that block equally hard and the weights sum to 1.
+    Detached: the weights are constants of the step, as in the paper's code."""
+    if len(losses) == 0:
+        raise ValueError("losses must hold at least one loss term")
+    params = [p for p in params if p.requires_grad]
+    if not params:
+        raise ValueError("params must hold at least one trainable tensor")
+    inv = []
+    for loss in losses:
+        if loss.dim() != 0:
+            raise ValueError(f"each loss must be a scalar, got shape {tuple(loss.shape)}")
+        grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
+        sq = [g.detach().pow(2).sum() for g in grads if g is not None]
+        norm = torch.stack(sq).sum().sqrt() if sq else loss.detach().new_zeros(())
+        inv.append(1.0 / (norm + eps))
+    inv = torch.stack(inv)
+    return inv / inv.sum()
+
+
 def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *,
                    return_logits: bool = False, return_hidden: bool = False):
     """``log p(x_t | x_<t)`` of tokens 1..N-1 of ``input_ids`` (position 0 is BOS) → ``(B, N-1)``, 0 on
@@ -662,14 +696,20 @@ class CrossTokenizerDistiller(L.LightningModule):
     * ``"dskd"`` — SFT + DSKD (cross-model attention between the two sequences; needs ``teacher_dim``);
     * ``"alm"`` — ALM on whole-word chunks with outcome-chunk debiasing (the paper's method);
     * ``"alm_nodebias"`` — ALM on all shared boundaries, no debiasing;
-    * ``"alm+sft"`` — the sum of ``"alm"`` and ``"sft"``.
+    * ``"alm+sft"`` — ``"alm"`` and ``"sft"`` together.
+
+    ``balance`` sets how the two terms of a two-term objective (SFT + a distillation term) combine:
+    ``"sum"`` adds them; ``"gradmag"`` weights them by :func:`gradmag_weights`, as the paper's code does
+    for its multi-objective runs. One-term objectives are the same under both.
     """
 
     def __init__(self, model, method: str = "alm", *, tau: float = 1.0, lr: float = 1e-3, warmup: int = 10,
-                 total_steps: int = 100, teacher_dim: int | None = None):
+                 total_steps: int = 100, teacher_dim: int | None = None, balance: str = "sum"):
         super().__init__()
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        if balance not in BALANCES:
+            raise ValueError(f"balance must be one of {BALANCES}, got {balance!r}")
         if isinstance(tau, bool) or not (isinstance(tau, (int, float)) and tau > 0):
             raise ValueError(f"tau must be a positive number, got {tau!r}")
         if method == "dskd" and teacher_dim is None:
@@ -702,14 +742,14 @@ class CrossTokenizerDistiller(L.LightningModule):
         x, m = batch["input_ids"], batch["attention_mask"]
         method = self.hparams.method
         lp, logits, *hidden = token_logprobs(self.model, x, m, return_logits=True, return_hidden=method == "dskd")
-        loss = lp.new_zeros(())
+        terms = []  # the objective's terms: SFT's cross-entropy first, then the distillation term
         if method in ("sft", "alm+sft", "uld", "mined", "dskd"):
-            loss = loss - lp.sum() / m[:, 1:].sum()
+            terms.append(-lp.sum() / m[:, 1:].sum())
         if method == "uld":
-            loss = loss + uld_loss(batch["uld_p_t"], logits[:, :-1], batch["uld_mask"])
+            terms.append(uld_loss(batch["uld_p_t"], logits[:, :-1], batch["uld_mask"]))
         if method == "mined":
-            loss = loss + mined_loss(batch["mined_lp_t"], logits[:, :-1], x[:, 1:], batch["mined_one_to_one"],
-                                     m[:, 1:])
+            terms.append(mined_loss(batch["mined_lp_t"], logits[:, :-1], x[:, 1:], batch["mined_one_to_one"],
+                                    m[:, 1:]))
         if method == "dskd":
             emb = self.model.get_input_embeddings().weight
             student = {"input": x[:, :-1], "target": x[:, 1:], "mask": m[:, 1:], "hidden": hidden[0][:, :-1],
@@ -717,7 +757,7 @@ class CrossTokenizerDistiller(L.LightningModule):
             teacher = {"input": batch["t_input"], "target": batch["t_target"], "mask": batch["t_mask"],
                        "hidden": batch["t_hidden"], "logits": batch["t_logits"], "embed": self.teacher_embed,
                        "head": self.teacher_head}
-            loss = loss + dskd_loss(self.projectors, student, teacher)
+            terms.append(dskd_loss(self.projectors, student, teacher))
         if method in ("alm", "alm_nodebias", "alm+sft"):
             key = "fine" if method == "alm_nodebias" else "word"
             lp_s = chunk_logprobs(lp, batch[f"{key}_idx"], batch[f"{key}_lp_t"].shape[1])
@@ -725,7 +765,12 @@ class CrossTokenizerDistiller(L.LightningModule):
                 end = batch["word_end"]
                 sp = _space_logprob(logits, self.space_ids.to(logits.device))
                 lp_s = lp_s + torch.where(end >= 0, sp.gather(1, end.clamp(min=0)), torch.zeros_like(lp_s))
-            loss = loss + alm_loss(batch[f"{key}_lp_t"], lp_s, batch[f"{key}_mask"], tau=self.hparams.tau)
+            terms.append(alm_loss(batch[f"{key}_lp_t"], lp_s, batch[f"{key}_mask"], tau=self.hparams.tau))
+        if self.hparams.balance == "gradmag" and len(terms) > 1:
+            w = gradmag_weights(terms, list(last_block(self.model).parameters()))
+            loss = sum(wi * t for wi, t in zip(w, terms))
+        else:
+            loss = sum(terms)
         self._losses.append(loss.detach())
         return loss
 
@@ -740,11 +785,12 @@ class CrossTokenizerDistiller(L.LightningModule):
 
 
 def distill(student, data: DistillData, method: str, *, steps: int = 100, batch_size: int = 32,
-            tau: float = 1.0, lr: float = 1e-3, warmup: int = 10, seed: int = 0,
+            tau: float = 1.0, lr: float = 1e-3, warmup: int = 10, seed: int = 0, balance: str = "sum",
             **trainer_kwargs: Any) -> CrossTokenizerDistiller:
     """Train ``student`` (in place) for ``steps`` optimizer steps of ``method`` on ``data`` (capped by
-    ``NEURIPS25_SMOKE=1``). Extra keyword arguments go to ``make_trainer`` (e.g. ``accelerator="cpu"``;
-    by default a GPU is used when present)."""
+    ``NEURIPS25_SMOKE=1``), two-term objectives combined by ``balance`` (``"sum"`` or ``"gradmag"``).
+    Extra keyword arguments go to ``make_trainer`` (e.g. ``accelerator="cpu"``; by default a GPU is used
+    when present)."""
     from neurips25.runtime import cap, make_trainer
 
     if not isinstance(data, DistillData):
@@ -754,7 +800,8 @@ def distill(student, data: DistillData, method: str, *, steps: int = 100, batch_
     steps = cap(steps)
     L.seed_everything(seed, verbose=False)
     module = CrossTokenizerDistiller(student, method, tau=tau, lr=lr, warmup=min(warmup, steps - 1) if steps > 1
-                                     else 0, total_steps=steps, teacher_dim=data.teacher_embed.shape[1])
+                                     else 0, total_steps=steps, teacher_dim=data.teacher_embed.shape[1],
+                                     balance=balance)
     module.space_ids = data.space_s
     if method == "dskd":
         module.teacher_embed, module.teacher_head = data.teacher_embed, data.teacher_head
