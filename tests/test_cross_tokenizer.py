@@ -466,6 +466,42 @@ def test_gradmag_balance_changes_only_two_term_objectives(toks):
         ct.CrossTokenizerDistiller(teacher, "alm", balance="mean")
 
 
+def test_expanded_inputs_add_the_longest_teacher_token_ending_at_each_byte(toks):
+    corpus, bpe, byte = toks
+    teacher = tiny_model(bpe, n_layer=1, n_embd=16, n_head=2, n_positions=64)
+    student = ct.expand_inputs(ct.transfer_model(teacher, bpe, byte), teacher, bpe, byte)
+    emb = student.get_input_embeddings()
+    assert isinstance(emb, ct.ExpandedEmbedding) and student.lm_head.weight is emb.weight
+    ids = torch.tensor([[byte.bos_token_id, *byte(corpus[0] + " " + corpus[1])["input_ids"]]])
+    got = emb.expansion(ids)[0].tolist()
+    # brute force: the longest teacher token whose characters are the last bytes before each position
+    pieces = {p: t for t, p in enumerate(bpe.convert_ids_to_tokens(list(range(len(bpe)))))
+              if t not in bpe.all_special_ids}
+    chars = byte.convert_ids_to_tokens(ids[0].tolist())
+    for i, g in enumerate(got):
+        best = None
+        for k in range(1, i + 1):
+            if "".join(chars[i - k + 1:i + 1]) in pieces and byte.bos_token_id not in ids[0, i - k + 1:i + 1]:
+                best = pieces["".join(chars[i - k + 1:i + 1])]
+        assert g == (best if best is not None else len(bpe)), (i, chars[:i + 1])
+    assert got[0] == len(bpe) and len({g for g in got if g < len(bpe)}) > 5
+    x = emb(ids)
+    torch.testing.assert_close(x, emb.embed(ids) + emb.sub(emb.expansion(ids)))
+    torch.testing.assert_close(emb.sub.weight[:-1], teacher.get_input_embeddings().weight)
+    assert (emb.sub.weight[-1] == 0).all()
+    data = ct.DistillData(corpus[:16], teacher, bpe, byte)
+    run = ct.distill(student, data, "alm+sft", steps=2, batch_size=8, tau=10.0, accelerator="cpu")
+    assert all(math.isfinite(h) for h in run.history) and math.isfinite(ct.bits_per_byte(student, byte, corpus[:4]))
+    with pytest.raises(ValueError, match="already expanded"):
+        ct.expand_inputs(student, teacher, bpe, byte)
+    with pytest.raises(TypeError, match="embed"):
+        ct.ExpandedEmbedding(torch.nn.Linear(2, 2), torch.zeros(3, 2), {0: [5]})
+    with pytest.raises(ValueError, match="sub_embed"):
+        ct.ExpandedEmbedding(torch.nn.Embedding(4, 2), torch.zeros(3, 5), {0: [1]})
+    with pytest.raises(ValueError, match="pieces"):
+        ct.ExpandedEmbedding(torch.nn.Embedding(4, 2), torch.zeros(3, 2), {})
+
+
 def test_distill_data_and_training_run_on_the_given_device(toks, any_device):
     corpus, bpe, _ = toks
     tok_s = build_tokenizer("bpe", corpus[::-1], vocab_size=300)
@@ -558,6 +594,12 @@ def test_seeds_small_is_the_stored_run():
         assert set(r["bpe"]) == set(GRADMAG_METHODS) and set(r["byte"]) == set(GRADMAG_BYTE_METHODS)
         if s in payload["data"]["byte_runs"]:  # one-term SFT: the same under both balances
             assert r["byte"]["sft"]["bpb"] == pytest.approx(payload["data"]["byte_runs"][s]["sft"]["bpb"], abs=1e-4)
+    from neurips25.cross_tokenizer_seeds import EXPAND_METHODS
+
+    ex = payload["data"]["byte_expand"]  # byte level with expanded inputs: seed 0 and fresh seeds 1-5
+    assert sorted(map(int, ex)) == [0, 1, 2, 3, 4, 5]
+    for r in ex.values():
+        assert set(r) == {"fvt", *EXPAND_METHODS} and all(r[m]["bpb"] < r["fvt"]["bpb"] for m in EXPAND_METHODS)
 
 
 def test_seeds_cli_rejects_bad_step_counts():
@@ -571,6 +613,8 @@ def test_seeds_cli_rejects_bad_step_counts():
         main(["--byte-steps", "150", "--byte-data", "128"])
     with pytest.raises(SystemExit):
         main(["--gradmag", "--byte-steps", "150"])
+    with pytest.raises(SystemExit):
+        main(["--byte-expand", "--gradmag"])
     with pytest.raises(ValueError, match="one size per entry"):
         from neurips25.cross_tokenizer_seeds import SEEDS, byte_steps_run
 

@@ -47,6 +47,7 @@ __all__ = [
     "pretoken_start_ids", "uld_loss", "mined_mapping", "mined_loss", "dskd_loss", "DSKDProjectors",
     "transfer_model", "truncated_student", "DistillData",
     "CrossTokenizerDistiller", "distill", "METHODS", "BALANCES", "gradmag_weights", "last_block",
+    "ExpandedEmbedding", "expand_inputs",
 ]
 
 METHODS = ("sft", "uld", "mined", "dskd", "alm", "alm_nodebias", "alm+sft")
@@ -553,6 +554,86 @@ def truncated_student(teacher, tok_t, tok_s, n_layer: int = 1):
     student = transfer_model(teacher, tok_t, tok_s)
     student.transformer.h = student.transformer.h[:n_layer]
     student.config.n_layer = n_layer
+    return student
+
+
+def _suffix_keys(ids: torch.Tensor, k: int, prev: torch.Tensor | None = None) -> torch.Tensor:
+    """A key for the ``k`` ids ending at each position (polynomial in base 257, wrapping int64;
+    ``prev``: the keys for ``k - 1``), the same for a sequence and for a teacher token's own ids."""
+    digit = torch.nn.functional.pad(ids[..., : ids.shape[-1] - (k - 1)] + 1, (k - 1, 0))
+    return (prev if prev is not None else torch.zeros_like(ids)) + digit * 257 ** (k - 1)
+
+
+class ExpandedEmbedding(torch.nn.Module):
+    """Input embeddings of a byte-level student, *expanded* as in the paper's code for transfer to
+    bytes (tokenkit's ``expand_input_ids``): at each byte, the byte's own embedding plus the teacher's
+    embedding of the longest teacher token whose bytes end at that byte (zero where none does).
+
+    ``pieces`` maps each teacher token id to its student ids; ``sub_embed`` holds the teacher's input
+    embeddings (trained with the student). The output head stays tied to the byte embeddings."""
+
+    def __init__(self, embed: torch.nn.Embedding, sub_embed: torch.Tensor, pieces: dict[int, list[int]],
+                 special_ids: Sequence[int] = ()):
+        super().__init__()
+        if not isinstance(embed, torch.nn.Embedding):
+            raise TypeError(f"embed must be a torch.nn.Embedding, got {type(embed).__name__}")
+        if sub_embed.dim() != 2 or sub_embed.shape[1] != embed.embedding_dim:
+            raise ValueError(f"sub_embed must be (n_tokens, {embed.embedding_dim}), got {tuple(sub_embed.shape)}")
+        pieces = {t: p for t, p in pieces.items() if 0 < len(p) <= 16 and 0 <= t < len(sub_embed)}
+        if not pieces:
+            raise ValueError("pieces must map at least one teacher token to 1-16 student ids")
+        self.embed = embed
+        self.sub = torch.nn.Embedding(len(sub_embed) + 1, embed.embedding_dim)  # last row: no match
+        with torch.no_grad():
+            self.sub.weight.copy_(torch.cat([sub_embed, sub_embed.new_zeros(1, embed.embedding_dim)]))
+        self.max_len = max(map(len, pieces.values()))
+        keys = {}
+        for t, p in pieces.items():  # a token's key is its last position's key for its own length
+            row, key = torch.tensor([p]), None
+            for k in range(1, len(p) + 1):
+                key = _suffix_keys(row, k, key)
+            keys.setdefault(int(key[0, -1]), t)  # two tokens with one byte string: keep the first
+        order = sorted(keys)
+        self.register_buffer("keys", torch.tensor(order, dtype=torch.long), persistent=False)
+        self.register_buffer("values", torch.tensor([keys[k] for k in order], dtype=torch.long), persistent=False)
+        self.register_buffer("special", torch.tensor(sorted(special_ids), dtype=torch.long), persistent=False)
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The byte embeddings (what ``get_input_embeddings().weight`` means elsewhere, e.g. the tied head)."""
+        return self.embed.weight
+
+    def expansion(self, ids: torch.Tensor) -> torch.Tensor:
+        """Per position, the teacher token that ends there (longest match), or ``len(sub_embed)``."""
+        out = torch.full_like(ids, self.sub.num_embeddings - 1)
+        clean = ~torch.isin(ids, self.special)
+        ok, key = torch.ones_like(clean), None
+        for k in range(1, self.max_len + 1):
+            key = _suffix_keys(ids, k, key)
+            ok = ok & torch.nn.functional.pad(clean[..., : ids.shape[-1] - (k - 1)], (k - 1, 0), value=False)
+            pos = torch.searchsorted(self.keys, key).clamp(max=len(self.keys) - 1)
+            hit = ok & (self.keys[pos] == key)
+            out = torch.where(hit, self.values[pos], out)  # longer matches overwrite shorter ones
+        return out
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.embed(ids) + self.sub(self.expansion(ids))
+
+
+def expand_inputs(student, teacher, tok_t, tok_s):
+    """Give ``student`` (in place) :class:`ExpandedEmbedding` inputs built from the teacher's tokens and
+    input embeddings; returns it. Meant for a byte-level ``tok_s``, whose tokens are single bytes."""
+    emb = student.get_input_embeddings()
+    if isinstance(emb, ExpandedEmbedding):
+        raise ValueError("student's inputs are already expanded")
+    special = set(tok_t.all_special_ids)
+    pieces = {}
+    for t, piece in enumerate(tok_t.convert_ids_to_tokens(list(range(len(tok_t))))):
+        ids = tok_s.convert_tokens_to_ids(list(piece))
+        if t not in special and tok_s.unk_token_id not in ids:
+            pieces[t] = ids
+    student.set_input_embeddings(ExpandedEmbedding(emb, teacher.get_input_embeddings().weight.detach().clone(),
+                                                   pieces, tok_s.all_special_ids))
     return student
 
 

@@ -17,8 +17,8 @@ from typing import Sequence
 from . import cross_tokenizer as ct
 from .runtime import cap
 
-__all__ = ["SEEDS", "SMALL_METHODS", "BYTE_STEPS", "BYTE_STEPS_METHODS", "BYTE_DATA", "GRADMAG_METHODS", "run_seed",
-           "byte_steps_run", "gradmag_run", "main"]
+__all__ = ["SEEDS", "SMALL_METHODS", "BYTE_STEPS", "BYTE_STEPS_METHODS", "BYTE_DATA", "GRADMAG_METHODS", "EXPAND_METHODS", "run_seed",
+           "byte_steps_run", "gradmag_run", "byte_expand_run", "main"]
 
 # The notebook's CFG (notebooks/cross_tokenizer.ipynb), without the one-line checkpoint option.
 SEEDS = {
@@ -39,6 +39,9 @@ BYTE_DATA = [128, 512, 2048]  # transfer sentences, registered after the trainin
 # seeds 3-5): the matched comparison's four two-term objectives, and the byte-level pair
 GRADMAG_METHODS = ("alm+sft", "uld", "mined", "dskd")
 GRADMAG_BYTE_METHODS = ("sft", "alm+sft")
+# Byte level with the paper's code's input expansion (``ct.expand_inputs``; registered 2026-12-08 after seed 0,
+# confirmed on fresh seeds 1-5)
+EXPAND_METHODS = ("sft", "alm", "alm+sft")
 
 
 def _setup(seed: int, cfg: dict):
@@ -113,6 +116,29 @@ def gradmag_run(seed: int, cfg: dict) -> dict:
     return out
 
 
+def _expanded(teacher, tok_t, tok):
+    """The FVT student with expanded byte inputs (``ct.expand_inputs``)."""
+    return ct.expand_inputs(ct.transfer_model(teacher, tok_t, tok), teacher, tok_t, tok)
+
+
+def byte_expand_run(seed: int, cfg: dict) -> dict:
+    """Held-out ``{"bpb": ..., "gap": ...}`` of the byte-level student with expanded inputs, at the start
+    (``"fvt"``) and after each of ``EXPAND_METHODS`` (the transfer of ``run_seed``)."""
+    from .lm import build_tokenizer
+
+    teacher, tok_t, _, transfer, test = _setup(seed, cfg)
+    tok_b = build_tokenizer("byte")
+    data = ct.DistillData(transfer, teacher, tok_t, tok_b)
+
+    def scores(student):
+        return {"bpb": ct.bits_per_byte(student, tok_b, test), "gap": ct.chunk_gap(teacher, tok_t, student, tok_b, test)}
+
+    out = {"fvt": scores(_expanded(teacher, tok_t, tok_b))}
+    for method in EXPAND_METHODS:
+        out[method] = scores(_transferred(teacher, tok_t, tok_b, data, method, cfg["steps"], cfg, seed, make=_expanded))
+    return out
+
+
 def byte_steps_run(seed: int, cfg: dict, steps: Sequence[int], n_transfer: Sequence[int] | None = None,
                    methods=BYTE_STEPS_METHODS) -> dict:
     """Held-out bits per byte of the byte-level student after each number of ``steps`` (a full cosine
@@ -156,6 +182,8 @@ def main(argv: list[str] | None = None) -> None:
     only.add_argument("--byte-data", type=int, nargs="+", default=None,
                        help=f"only the byte-level data-size study (e.g. {' '.join(map(str, BYTE_DATA))} "
                             "transfer sentences, steps in proportion), merged into the stored file")
+    only.add_argument("--byte-expand", action="store_true",
+                      help="only the byte-level transfer with expanded inputs on --seeds, merged into the stored file")
     only.add_argument("--gradmag", action="store_true",
                       help="only the GradMag study (two-term objectives with GradMag balancing) on --seeds, "
                            "merged into the stored file")
@@ -166,15 +194,16 @@ def main(argv: list[str] | None = None) -> None:
         cfg["seeds"] = a.seeds
     cmd = "python -m neurips25.cross_tokenizer_seeds " + " ".join(argv if argv is not None else sys.argv[1:])
     seeds = cfg["seeds"][: cap(len(cfg["seeds"]), 1)]
-    if a.gradmag:
+    if a.gradmag or a.byte_expand:
+        key, flag, run = ("gradmag", "--gradmag", gradmag_run) if a.gradmag else \
+            ("byte_expand", "--byte-expand", byte_expand_run)
         stored = load_results("cross_tokenizer_seeds", path=a.out, scale=a.scale)
-        study = {**stored["data"].get("gradmag", {})}
+        study = {**stored["data"].get(key, {})}
         for s in seeds:
-            study[str(s)] = gradmag_run(s, cfg)
-            print("seed", s, "gradmag", {k: {m: round(v["bpb"], 3) for m, v in r.items()} for k, r in
-                                         study[str(s)].items()}, file=sys.stderr, flush=True)
-        data = {**stored["data"], "gradmag": study}
-        cmds = [c for c in stored["command"].split("; ") if "--gradmag" not in c] + [cmd.strip()]
+            study[str(s)] = run(s, cfg)
+            print("seed", s, key, study[str(s)], file=sys.stderr, flush=True)
+        data = {**stored["data"], key: study}
+        cmds = [c for c in stored["command"].split("; ") if flag not in c] + [cmd.strip()]
         print(save_results("cross_tokenizer_seeds", data, "; ".join(cmds), seed=0, path=a.out, scale=a.scale))
         return
     if a.byte_steps is not None or a.byte_data is not None:
@@ -204,7 +233,8 @@ def main(argv: list[str] | None = None) -> None:
     except FileNotFoundError:
         stored = None
     if stored is not None and stored["data"]["settings"] == cfg:
-        data.update({k: v for k, v in stored["data"].items() if k in ("byte_steps", "byte_data", "gradmag")})
+        data.update({k: v for k, v in stored["data"].items()
+                     if k in ("byte_steps", "byte_data", "gradmag", "byte_expand")})
         cmds += [c for c in stored["command"].split("; ") if "--byte-" in c or "--gradmag" in c]
     print(save_results("cross_tokenizer_seeds", data, "; ".join(cmds), seed=0, path=a.out, scale=a.scale))
 
