@@ -23,7 +23,7 @@ from .data import N_DIGITS, N_MFEAT, clustering_scores, mfeat, mfeat_digits, mis
 from .solver import GUITAR, spectral_labels
 
 __all__ = ["ABLATIONS", "BASELINES", "METHODS", "HALF_ONLY", "DATASETS", "DEFAULTS", "TUNING", "CONFIRM_METHODS",
-           "DIAGNOSED", "SENSITIVITY", "STANDIN", "WHOLE", "SURROGATES", "SWEEP", "run_method", "run_grid", "tune",
+           "DIAGNOSED", "SENSITIVITY", "STANDIN", "WHOLE", "SURROGATES", "MFEAT_LAMBDAS", "SWEEP", "run_method", "run_grid", "tune",
            "sensitivity", "kmeans_repeats", "surrogate_runs", "main"]
 
 # "mfeat": the paper's data set (UCI Multiple Features, shipped with the package); the two stand-ins
@@ -122,6 +122,13 @@ SURROGATES = {"rate": 0.5, "seeds": tuple(range(10)), "kmeans_runs": 5,
 # keep one k-means run (``--part protocol`` rescored the former four with the stored tuned settings). ``small`` is exactly what produced notebooks/results/guitar.json
 # (``python -m neurips25.guitar`` and its three ``--part`` runs reproduce it). ``full`` is the paper's
 # size: all 2,000 digits, five seeds (the paper runs five) and five held-out confirmation seeds.
+# The paper's Mfeat setting (``--part mfeat-lambdas``): its sensitivity study finds Mfeat "consistently stable when
+# lambda1, lambda2, and lambda3 are chosen from {1e-3, 1e-2, 1e-1}", while the official demo's lam3 = 1 (kept above)
+# is its COIL20MV value. lam3 = 0.1, the value of that range nearest the demo's, fixed before the run; GUITAR and the
+# baselines on fresh seeds 7-11 (the claims' test, registered 2026-12-08) and on the grid's seeds 0-2.
+MFEAT_LAMBDAS = {"lam3": 0.1, "seeds": (0, 1, 2, 7, 8, 9, 10, 11), "fresh": (7, 8, 9, 10, 11),
+                 "methods": ("GUITAR",) + BASELINES}
+
 SWEEP = {
     "small": dict(n=DEFAULTS["n"], max_iter=DEFAULTS["max_iter"], eta=DEFAULTS["eta"], data=DEFAULTS["data"],
                   rates=[0.1, 0.3, 0.5], seeds=[0, 1, 2], confirm_seeds=[3, 4, 5], kmeans_runs=5),
@@ -356,14 +363,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--data", choices=tuple(DATASETS))
     p.add_argument("--confirm-seeds", type=int, nargs="*")
     p.add_argument("--no-save", action="store_true")
-    p.add_argument("--part", choices=("grid", "sensitivity", "whole", "surrogates", "replication", "protocol"),
+    p.add_argument("--part", choices=("grid", "sensitivity", "whole", "surrogates", "replication", "protocol",
+                                      "mfeat-lambdas"),
                    default="grid",
                    help="grid (default): tuning, grid, held-out seeds and diagnostics, written afresh; "
                         "sensitivity / whole / surrogates / replication: the sensitivity scan / the run on "
                         "all 2,000 digits / the paired HP-l_delta vs l_delta ablation on ten seeds / the same "
                         "on 90 fresh seeds, with the stored tuned settings, added to the stored file; "
                         "protocol: the grid, held-out, complete-data and stand-in rows rerun with the stored "
-                        "tuned settings and the sweep's kmeans_runs")
+                        "tuned settings and the sweep's kmeans_runs; mfeat-lambdas: GUITAR with the paper's "
+                        "Mfeat lam3 and the baselines on MFEAT_LAMBDAS['seeds'], added to the stored file")
     a = p.parse_args(argv)
     cfg = dict(SWEEP[a.scale])
     for key in ("seeds", "rates", "n", "max_iter", "confirm_seeds", "data"):
@@ -393,6 +402,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             for eps in SURROGATES["perturb_eps"]:
                 rows += surrogate_runs(params, seeds=SURROGATES["perturb_seeds"], perturb=eps, **kw)
             new = {"surrogate_rows": rows, "surrogate_kmeans_runs": SURROGATES["kmeans_runs"]}
+        elif a.part == "mfeat-lambdas":
+            seeds = a.seeds if a.seeds is not None else MFEAT_LAMBDAS["seeds"]
+            p_m = {**params, "GUITAR": {**params["GUITAR"], "lam3": MFEAT_LAMBDAS["lam3"]}}
+            rows = run_grid(MFEAT_LAMBDAS["methods"], rates=cfg["rates"], seeds=seeds, params=p_m,
+                            kmeans_runs=cfg["kmeans_runs"], **kw)
+            new = {"mfeat_lambda_rows": rows, "mfeat_lambdas": {**MFEAT_LAMBDAS, "seeds": list(seeds)}}
         elif a.part == "replication":
             seeds = a.seeds if a.seeds is not None else SURROGATES["replication_seeds"]
             rows = surrogate_runs(params, seeds=seeds, **kw)
