@@ -412,3 +412,42 @@ def test_paper_grid_small_is_the_stored_sweep():
     for T in map(str, small["budgets"]):
         assert len(res[T]["minnorm_og"]["grid"]) == len(tuning_grid("minnorm_og", int(T), "paper"))
         assert all(len(g["eval_sup"]) == 10 and len(g["tune_sup"]) == 3 for g in res[T]["minnorm_og"]["grid"])
+
+
+def test_fixed_configs_are_the_papers_table6_and_run_without_tuning(tmp_path):
+    import math as _m
+
+    from neurips25.unlearning import PAPER_GRIDS, PAPER_TABLE6, TABLE6, run_fixed_configs
+
+    # every Table-6 configuration is a point of the official grid (so the stored grid holds its results)
+    for (m, T), hp in PAPER_TABLE6.items():
+        if m == "minnorm_og":
+            assert all(v in PAPER_GRIDS[T][k] for k, v in hp.items()), (m, T)
+    # fresh seeds, disjoint from the evaluation (0-9) and tuning (100-102) seeds
+    assert TABLE6["small"]["seeds"] == list(range(10, 20)) and TABLE6["small"]["checkpoints"] == [100_000]
+    cfgs = {("minnorm_og", 3): dict(lr=1e-3, lam=9.0, reg_decay=0.9, num_gd_epochs=1, proj_period=1),
+            ("gd", 3): dict(lr=1e-3)}
+    out = run_fixed_configs((0, 1), cfgs, steps=5, half_width=3.0, model_cache=str(tmp_path))
+    assert set(out["sup"]) == {"minnorm_og", "gd"} and all(len(out["sup"][m]["3"]) == 2 for m in out["sup"])
+    assert all(_m.isfinite(v) for m in out["sup"] for v in out["sup"][m]["3"])
+    assert set(out["poisoned"]) == {"0", "1"} and len(out["config"]["configs"]) == 2
+    again = run_fixed_configs((0, 1), cfgs, steps=5, half_width=3.0, model_cache=str(tmp_path))
+    assert again["sup"] == out["sup"]  # deterministic, from the cached networks
+    with pytest.raises(ValueError, match="seeds"):
+        run_fixed_configs((), cfgs)
+    with pytest.raises(ValueError, match="methods"):
+        run_fixed_configs((0,), {("bogus", 3): {}})
+
+
+def test_table6_small_is_the_stored_fresh_seed_run():
+    from neurips25.results import load_results
+    from neurips25.unlearning import PAPER_TABLE6, TABLE6
+
+    payload = load_results("unlearning_table6")
+    cfg = payload["data"]["config"]
+    assert "--experiment table6" in payload["command"] and cfg["seeds"] == TABLE6["small"]["seeds"]
+    assert cfg["steps"] == TABLE6["small"]["checkpoints"][-1] == 100_000
+    assert cfg["configs"] == [{"method": m, "T": T, **hp} for (m, T), hp in PAPER_TABLE6.items()]
+    sup = payload["data"]["sup"]
+    assert all(len(sup[m][str(T)]) == 10 for m, T in PAPER_TABLE6)
+    assert set(payload["data"]["poisoned"]) == {str(s) for s in cfg["seeds"]}

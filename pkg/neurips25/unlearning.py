@@ -40,6 +40,7 @@ __all__ = [
     "METHODS", "LABELS", "model_jacobian", "project_orthogonal", "minnorm_og_step", "min_norm_interpolator",
     "Unlearner", "unlearn", "Interpolator", "fit_interpolator", "fit_snapshots", "sine_poisoning_data", "sine_mlp",
     "sup_error", "tuning_grid", "PAPER_GRIDS", "backdoor_digits", "backdoor_metrics", "run_sine_sweep", "run_spiky_sweep",
+    "PAPER_TABLE6", "TABLE6", "run_fixed_configs",
     "SWEEP", "SPIKY", "SPIKY10", "SPIKY_SELECTION", "PAPER_GRID", "main",
 ]
 
@@ -715,6 +716,44 @@ PAPER_GRID = {scale: dict(seeds=10, tune_seeds=[100, 101, 102], checkpoints=[100
                           grid="paper") for scale in ("small", "full")}
 
 
+#: The configurations the paper reports for its spiky table (its Table 6), fixed by the paper: MinNorm-OG at
+#: lr 1e-3, c = 0.1 (lam = 9), reg_decay 0.9, T_GD 2 / 50, projection period 1 / 2, every retain point; GD at
+#: lr 1e-4 / 1e-3. ``--experiment table6`` runs them on fresh seeds 10-19 (``unlearning_table6.json``; registered
+#: 2026-12-08 after they were read off the stored grid for seeds 0-9), from new 100,000-step networks.
+PAPER_TABLE6 = {
+    ("minnorm_og", 10): dict(lr=1e-3, lam=9.0, reg_decay=0.9, num_gd_epochs=2, proj_period=1),
+    ("minnorm_og", 100): dict(lr=1e-3, lam=9.0, reg_decay=0.9, num_gd_epochs=50, proj_period=2),
+    ("gd", 10): dict(lr=1e-4),
+    ("gd", 100): dict(lr=1e-3),
+}
+TABLE6 = {scale: dict(seeds=list(range(10, 20)), checkpoints=[100_000]) for scale in ("small", "full")}
+
+
+def run_fixed_configs(seeds, configs: dict = PAPER_TABLE6, steps: int = 100_000, lr: float = 1e-3,
+                      half_width: float = 5 * math.pi, log=None, model_cache: str | None = None) -> dict[str, Any]:
+    """Each ``(method, T): hyper-parameters`` of ``configs`` on the spiky setup of :func:`run_spiky_sweep`
+    (the poisoned network after ``steps`` full-batch AdamW steps), no tuning: ``{"config": ..., "poisoned":
+    {seed: diagnostics}, "sup": {method: {T: [sup-error per seed]}}}``."""
+    if not seeds:
+        raise ValueError("seeds must be non-empty")
+    bad = [m for m, _ in configs if m not in METHODS]
+    if bad:
+        raise ValueError(f"configs: methods must be among {METHODS}, got {bad}")
+    out: dict[str, Any] = {"config": {"seeds": list(seeds), "steps": steps, "lr": lr, "half_width": half_width,
+                                      "configs": [{"method": m, "T": T, **hp} for (m, T), hp in configs.items()]},
+                           "poisoned": {}, "sup": {}}
+    for s in seeds:
+        d = sine_poisoning_data(s, half_width=half_width, min_gap=0.0)
+        model = _spiky_snapshots(s, d, (steps,), lr, half_width, model_cache)[steps]
+        out["poisoned"][str(s)] = _fit_diagnostics(model, d, half_width)
+        for (m, T), hp in configs.items():
+            u = unlearn(model, (d["xr"], d["yr"]), (d["xf"], d["yf"]), m, T, seed=s, **hp)
+            out["sup"].setdefault(m, {}).setdefault(str(T), []).append(sup_error(u, half_width))
+        if log:
+            log(f"seed {s}: " + ", ".join(f"{m} T={T} {out['sup'][m][str(T)][-1]:.2f}" for m, T in configs))
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     """``python -m neurips25.unlearning [--scale small|full] [--seeds 3] [--budgets 10 100 1000]``:
     regenerate the stored sweep (settings: ``SWEEP[scale]``; flags override them; ``--experiment``
@@ -726,7 +765,8 @@ def main(argv: list[str] | None = None) -> None:
                    "spiky": ("unlearning_spiky", SPIKY), "spiky10": ("unlearning_spiky10", SPIKY10),
                    "spiky_table1": ("unlearning_spiky_table1", SPIKY_TABLE1),
                    "selection": ("unlearning_spiky_selection", SPIKY_SELECTION),
-                   "paper_grid": ("unlearning_paper_grid", PAPER_GRID)}
+                   "paper_grid": ("unlearning_paper_grid", PAPER_GRID),
+                   "table6": ("unlearning_table6", TABLE6)}
     p = argparse.ArgumentParser(prog="python -m neurips25.unlearning", description=main.__doc__)
     add_scale_arguments(p)
     p.add_argument("--seeds", type=int, default=None, help="number of evaluation seeds 0..n-1")
@@ -745,7 +785,8 @@ def main(argv: list[str] | None = None) -> None:
                         "1000 in that setup (unlearning_spiky_table1.json, SPIKY_TABLE1); selection: every configuration "
                         "of the spiky grids evaluated (unlearning_spiky_selection.json, SPIKY_SELECTION); "
                         "paper_grid: MinNorm-OG and GD on the official code's grids, every configuration "
-                        "evaluated (unlearning_paper_grid.json, PAPER_GRID)")
+                        "evaluated (unlearning_paper_grid.json, PAPER_GRID); table6: the paper's published "
+                        "configurations on fresh seeds 10-19 (unlearning_table6.json, TABLE6)")
     a = p.parse_args(argv)
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.set_num_threads(1)  # 90k-parameter model: thread synchronisation costs more than it saves
@@ -753,6 +794,13 @@ def main(argv: list[str] | None = None) -> None:
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     settings = lambda table: {k: (v if getattr(a, k, None) is None else getattr(a, k))  # noqa: E731
                               for k, v in table[a.scale].items()}  # the scale's settings, flags override
+    if a.experiment == "table6":
+        slug, table = experiments[a.experiment]
+        seeds = TABLE6[a.scale]["seeds"]
+        data = run_fixed_configs(tuple(seeds[:cap(len(seeds))]), steps=TABLE6[a.scale]["checkpoints"][-1], log=log,
+                                 model_cache=a.model_cache)
+        print(save_results(slug, data, cmd.strip(), seed=0, path=a.out, scale=a.scale))
+        return
     if a.experiment not in ("table1", "poison10"):
         sel = a.experiment in ("selection", "paper_grid")
         slug, table = experiments[a.experiment]
