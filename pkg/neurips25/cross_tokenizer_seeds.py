@@ -70,6 +70,11 @@ def _transferred(teacher, tok_t, tok, data, method: str, steps: int, cfg: dict, 
     return student
 
 
+def _scores(teacher, tok_t, student, tok, test) -> dict[str, float]:
+    """Held-out bits per byte and word log-likelihood gap to the teacher of ``student`` (tokenizer ``tok``)."""
+    return {"bpb": ct.bits_per_byte(student, tok, test), "gap": ct.chunk_gap(teacher, tok_t, student, tok, test)}
+
+
 def run_seed(seed: int, cfg: dict) -> tuple[dict[str, dict[str, float]], ...]:
     """Held-out ``{"bpb": ..., "gap": ...}`` per method (and for the teacher and the untrained student), for
     the BPE student, for the byte-level student (start: ``"fvt"``) and for the 1-layer BPE student (large →
@@ -77,9 +82,6 @@ def run_seed(seed: int, cfg: dict) -> tuple[dict[str, dict[str, float]], ...]:
     from .lm import build_tokenizer
 
     teacher, tok_t, tok_s, transfer, test = _setup(seed, cfg)
-
-    def scores(student, tok):
-        return {"bpb": ct.bits_per_byte(student, tok, test), "gap": ct.chunk_gap(teacher, tok_t, student, tok, test)}
 
     bpb_t = ct.bits_per_byte(teacher, tok_t, test)
     tok_b = build_tokenizer("byte")
@@ -89,10 +91,11 @@ def run_seed(seed: int, cfg: dict) -> tuple[dict[str, dict[str, float]], ...]:
             (tok_s, data_s, "fvt", ct.transfer_model, ct.METHODS),
             (tok_b, ct.DistillData(transfer, teacher, tok_t, tok_b), "fvt", ct.transfer_model, ct.METHODS),
             (tok_s, data_s, "init", ct.truncated_student, SMALL_METHODS)):
-        out = {"teacher": {"bpb": bpb_t, "gap": 0.0}, start: scores(make(teacher, tok_t, tok), tok)}
+        out = {"teacher": {"bpb": bpb_t, "gap": 0.0},
+               start: _scores(teacher, tok_t, make(teacher, tok_t, tok), tok, test)}
         for method in methods:
-            out[method] = scores(_transferred(teacher, tok_t, tok, data, method, cfg["steps"], cfg, seed, make=make),
-                                 tok)
+            student = _transferred(teacher, tok_t, tok, data, method, cfg["steps"], cfg, seed, make=make)
+            out[method] = _scores(teacher, tok_t, student, tok, test)
         runs.append(out)
     return tuple(runs)
 
@@ -111,8 +114,7 @@ def gradmag_run(seed: int, cfg: dict) -> dict:
         out[name] = {}
         for method in methods:
             student = _transferred(teacher, tok_t, tok, data, method, cfg["steps"], cfg, seed, balance="gradmag")
-            out[name][method] = {"bpb": ct.bits_per_byte(student, tok, test),
-                                 "gap": ct.chunk_gap(teacher, tok_t, student, tok, test)}
+            out[name][method] = _scores(teacher, tok_t, student, tok, test)
     return out
 
 
@@ -130,12 +132,10 @@ def byte_expand_run(seed: int, cfg: dict) -> dict:
     tok_b = build_tokenizer("byte")
     data = ct.DistillData(transfer, teacher, tok_t, tok_b)
 
-    def scores(student):
-        return {"bpb": ct.bits_per_byte(student, tok_b, test), "gap": ct.chunk_gap(teacher, tok_t, student, tok_b, test)}
-
-    out = {"fvt": scores(_expanded(teacher, tok_t, tok_b))}
+    out = {"fvt": _scores(teacher, tok_t, _expanded(teacher, tok_t, tok_b), tok_b, test)}
     for method in EXPAND_METHODS:
-        out[method] = scores(_transferred(teacher, tok_t, tok_b, data, method, cfg["steps"], cfg, seed, make=_expanded))
+        student = _transferred(teacher, tok_t, tok_b, data, method, cfg["steps"], cfg, seed, make=_expanded)
+        out[method] = _scores(teacher, tok_t, student, tok_b, test)
     return out
 
 
